@@ -1,0 +1,10 @@
+// Subcommands of the one `strix` binary. Each returns the process exit code and
+// reports errors by throwing strix::Error (printed by main as "error: ...", exit 1).
+#pragma once
+
+namespace strix::app {
+
+int cmd_inspect(int argc, char** argv);  // cmd_inspect.cpp
+int cmd_synth(int argc, char** argv);    // cmd_synth.cpp
+
+}  // namespace strix::app

@@ -1,0 +1,48 @@
+// strix: one binary, llama.cpp-shaped subcommands.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "apps/strix/commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"inspect", strix::app::cmd_inspect, "show a GGUF file's metadata and tensor table (--json)"},
+    {"synth", strix::app::cmd_synth, "write a tiny synthetic model of an architecture (seeded weights)"},
+};
+
+void usage(FILE* out) {
+  std::fprintf(out, "usage: strix COMMAND [ARGS]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(out, "\n`strix COMMAND -h` shows the flags of a command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 1 : 0;
+  }
+  for (const auto& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) {
+      try {
+        return c.run(argc - 1, argv + 1);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+      }
+    }
+  }
+  std::fprintf(stderr, "error: unknown command '%s' (run `strix -h` for the list)\n", argv[1]);
+  return 1;
+}
