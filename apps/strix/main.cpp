@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/strix/commands.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 
 namespace {
@@ -23,12 +24,22 @@ const Command kCommands[] = {
 void usage(FILE* out) {
   std::fprintf(out, "usage: strix COMMAND [ARGS]\n\ncommands:\n");
   for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
+  std::fprintf(out, "  %-10s %s\n", "version", "build and CPU features (also --version)");
   std::fprintf(out, "\n`strix COMMAND -h` shows the flags of a command.\n");
 }
 
 }  // namespace
 
+int print_version(int, char**) {
+  std::printf("strix 0.1.0 (built %s %s, %s)\n", __DATE__, __TIME__, __VERSION__);
+  std::printf("cpu: %s\n", strix::cpu_features().to_string().c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0)) {
+    return print_version(argc, argv);
+  }
   if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
