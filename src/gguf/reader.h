@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/mmap.h"
@@ -76,6 +77,8 @@ class GgufFile {
   std::vector<GgufSplitInfo> splits_;
   std::vector<GgufKV> kvs_;
   std::vector<GgufTensor> tensors_;
+  std::unordered_map<std::string, size_t> tensor_index_;  // name -> index in tensors_
+  void build_index();
   friend class GgufParser;
 };
 
