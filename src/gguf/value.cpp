@@ -1,5 +1,6 @@
 #include "gguf/value.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -9,9 +10,8 @@
 namespace strix {
 
 namespace {
-const char* const kTypeNames[kGgufTypeCount] = {"uint8", "int8",   "uint16", "int16", "uint32",
-                                                "int32", "float32", "bool",  "string", "array",
-                                                "uint64", "int64", "float64"};
+const char* const kTypeNames[kGgufTypeCount] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                                "bool",  "string", "array",  "uint64", "int64",  "float64"};
 const size_t kScalarSizes[kGgufTypeCount] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 bool is_signed(GgufType t) {
@@ -49,6 +49,8 @@ GgufValue GgufValue::f32(float v) {
   GgufValue r;
   r.type_ = GgufType::FLOAT32;
   r.f_ = v;
+  // The exact bits too: a float -> double -> float trip does not keep every NaN.
+  r.bits_ = std::bit_cast<uint32_t>(v);
   return r;
 }
 
@@ -56,6 +58,7 @@ GgufValue GgufValue::f64(double v) {
   GgufValue r;
   r.type_ = GgufType::FLOAT64;
   r.f_ = v;
+  r.bits_ = std::bit_cast<uint64_t>(v);
   return r;
 }
 
@@ -74,6 +77,9 @@ GgufValue GgufValue::str(std::string v) {
 }
 
 GgufValue GgufValue::array(GgufType elem_type, std::vector<GgufValue> items) {
+  if (!gguf_type_valid(static_cast<uint32_t>(elem_type))) {
+    throw Error("GGUF array of invalid element type " + std::to_string(static_cast<uint32_t>(elem_type)));
+  }
   for (const auto& it : items) {
     if (it.type() != elem_type) {
       throw Error(std::string("GGUF array of ") + gguf_type_name(elem_type) + " given an item of type " +
@@ -167,7 +173,8 @@ int64_t GgufValue::as_i64() const {
 
 double GgufValue::as_f64() const {
   if (is_float()) return f_;
-  if (is_integer()) return is_signed(type_) ? static_cast<double>(sign_extend(type_, bits_)) : static_cast<double>(bits_);
+  if (is_integer())
+    return is_signed(type_) ? static_cast<double>(sign_extend(type_, bits_)) : static_cast<double>(bits_);
   throw Error(std::string("expected a number, found ") + gguf_type_name(type_));
 }
 
@@ -250,7 +257,7 @@ std::string GgufValue::to_display(size_t max_items) const {
         if (i) out += ", ";
         out += items_[i].to_display(max_items);
       }
-      if (n > max_items) out += ", ... " + std::to_string(n) + " items";
+      if (n > max_items) out += std::string(max_items > 0 ? ", " : "") + "... " + std::to_string(n) + " items";
       return out + "]";
     }
     default:
