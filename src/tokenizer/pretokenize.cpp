@@ -1,0 +1,362 @@
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer/pretokenize.h"
+
+#include <pcre2.h>
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "core/error.h"
+#include "tokenizer/unicode.h"
+
+namespace strix::tok {
+
+// ---------------------------------------------------------------------------
+// The regex lists (facts from llama.cpp's llama-vocab.cpp, as the pinned
+// libllama.v0.5.0.so holds them; `strings` on the library shows the same text).
+namespace {
+
+const char* const kGpt2 = R"RE('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))RE";
+const char* const kLlama3 =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kQwen2 =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kQwen35 =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kDeepseek3Main =
+    R"RE([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kDeepseekLlmLetters =
+    "\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373"
+    "\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f"
+    "\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77"
+    "\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d"
+    "\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4"
+    "\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139"
+    "\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d"
+    "\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a"
+    "\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2"
+    "\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+";
+const char* const kDeepseekLlmPunct = "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+";
+const char* const kCjkHangul = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+";
+const char* const kCjkKana = "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+";
+const char* const kTekken =
+    R"RE([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kGpt4o =
+    R"RE([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kPoro = " ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+";
+const char* const kSeedCoder =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kBailing =
+    R"RE('(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)RE";
+const char* const kExaoneMoe =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)RE";
+const char* const kMiniCpm5 =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kUfakzeka =
+    R"RE([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
+}
+
+}  // namespace
+
+PreConfig pre_config(const std::string& given) {
+  PreConfig c;
+  c.name = given.empty() ? "default" : given;
+  const std::string& n = c.name;
+  auto set = [&](std::initializer_list<const char*> res) { c.regexes.assign(res.begin(), res.end()); };
+
+  if (n == "default") {
+    set({R"RE([\p{P}\$\+<=>\^~\|]+)RE", kGpt2, R"RE(\p{N}+)RE", "[0-9][0-9][0-9]"});
+  } else if (n == "minicpm5") {
+    set({R"RE(\p{N}{1,3})RE", kMiniCpm5});
+    c.ignore_merges = true;
+  } else if (one_of(n, {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                        "jina-v5-nano"})) {
+    set({kLlama3});
+    c.ignore_merges = true;
+    c.add_bos = true;
+  } else if (n == "deepseek-llm") {
+    set({"[\r\n]", kDeepseekLlmLetters, kDeepseekLlmPunct, R"RE(\s+$)RE", kCjkHangul, R"RE(\p{N}+)RE"});
+    c.clean_spaces = false;
+  } else if (n == "deepseek-coder") {
+    set({"[\r\n]", R"RE(\s?\p{L}+)RE", R"RE(\s?\p{P}+)RE", kCjkHangul, R"RE(\p{N})RE"});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"deepseek-v3", "hunyuan-dense", "hy_v4", "joyai-llm"})) {
+    set({R"RE(\p{N}{1,3})RE", kCjkKana, kDeepseek3Main});
+    c.clean_spaces = false;
+  } else if (n == "falcon") {
+    set({R"RE([\p{P}\$\+<=>\^~\|`]+)RE", kGpt2, "[0-9][0-9][0-9]"});
+  } else if (one_of(n, {"starcoder", "refact", "codeshell", "exaone", "minerva-7b", "mellum2"})) {
+    set({R"RE(\p{N})RE", kGpt2});
+  } else if (one_of(n, {"command-r", "smollm"})) {
+    set({R"RE(\p{N})RE", kGpt2});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+                        "mellum", "modern-bert", "mpt", "olmo", "jais", "exaone4", "jina-v1-en", "jina-v2-code",
+                        "roberta-bpe"})) {
+    set({kGpt2});
+  } else if (one_of(n, {"trillion", "granite-docling"})) {
+    set({kGpt2});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"gemma4", "granite-embed-multi-311m"})) {
+    set({R"RE([^\n]+|[\n]+)RE"});
+    c.byte_encode = false;
+    c.escape_whitespaces = true;
+  } else if (one_of(n, {"stablelm2", "megrez"})) {
+    set({kQwen2});
+  } else if (one_of(n, {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open", "grok-2"})) {
+    set({kQwen2});
+    c.clean_spaces = false;
+  } else if (n == "qwen35") {
+    set({kQwen35});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"})) {
+    // chatglm4's list is the llama3 regex too; its special_bos_id = null is
+    // applied by the vocabulary loader.
+    set({kLlama3});
+  } else if (one_of(n, {"poro-chat"})) {
+    set({kPoro});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"bloom", "gpt3-finnish"})) {
+    set({kPoro});
+  } else if (n == "viking") {
+    set({kPoro, R"RE(\p{N})RE"});
+    c.clean_spaces = false;
+  } else if (n == "tekken") {
+    set({kTekken});
+    c.clean_spaces = false;
+    c.ignore_merges = true;
+    c.add_bos = true;
+  } else if (one_of(n, {"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"})) {
+    set({kGpt4o});
+    c.clean_spaces = false;
+  } else if (n == "seed-coder") {
+    set({kSeedCoder});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"bailingmoe", "bailingmoe2", "llada-moe"})) {
+    set({kBailing});
+    c.clean_spaces = false;
+  } else if (n == "exaone-moe") {
+    set({kExaoneMoe});
+  } else if (n == "ufakzeka") {
+    set({kUfakzeka});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"kimi-k2", "afmoe"})) {
+    throw Refusal("tokenizer: pre-tokenizer '" + n +
+                  "' is hand-coded in libllama (not a regex list) and is not implemented in Strix");
+  } else {
+    throw Refusal("tokenizer: unknown or unsupported pre-tokenizer '" + n + "'");
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------
+namespace {
+
+const char* const kCategoryNames[] = {"\\p{N}",  "\\p{L}",  "\\p{P}",  "\\p{M}",  "\\p{S}",
+                                      "\\p{Lu}", "\\p{Ll}", "\\p{Lt}", "\\p{Lm}", "\\p{Lo}"};
+
+// The collapsed byte and the ASCII members of a category, as libllama rewrites
+// \p{X}; nullptr for a name it does not know.
+const char* category_class(const std::string& name) {
+  if (name == "\\p{N}") return "\xD1\x30-\x39";
+  if (name == "\\p{L}" || name == "\\p{Lu}" || name == "\\p{Ll}" || name == "\\p{Lt}" || name == "\\p{Lm}" ||
+      name == "\\p{Lo}")
+    return "\xD2\x41-\x5A\x61-\x7A";
+  if (name == "\\p{P}") return "\xD3\x21-\x23\x25-\x2A\x2C-\x2F\x3A-\x3B\x3F-\x40\\\x5B-\\\x5D\x5F\\\x7B\\\x7D";
+  if (name == "\\p{M}") return "\xD4";
+  if (name == "\\p{S}") return "\xD5\\\x24\\\x2B\x3C-\x3E\x5E\x60\\\x7C";
+  return nullptr;
+}
+
+bool uses_categories(const std::string& re) {
+  return std::any_of(std::begin(kCategoryNames), std::end(kCategoryNames),
+                     [&](const char* c) { return re.find(c) != std::string::npos; });
+}
+
+// \p{X} -> [<byte><ascii members>] (no brackets when already inside a class).
+std::string collapse_regex(const std::string& re) {
+  std::string out;
+  bool inside = false;
+  for (size_t i = 0; i < re.size(); ++i) {
+    const char ch = re[i];
+    if (ch == '[' && (i == 0 || re[i - 1] != '\\')) {
+      out += '[';
+      inside = true;
+      continue;
+    }
+    if (inside && ch == ']' && re[i - 1] != '\\') {
+      out += ']';
+      inside = false;
+      continue;
+    }
+    if (ch == '\\' && i + 3 < re.size() && re[i + 1] == 'p' && re[i + 2] == '{') {
+      const size_t close = re.find('}', i + 3);
+      if (close != std::string::npos && close <= i + 10) {
+        if (const char* cls = category_class(re.substr(i, close - i + 1))) {
+          if (!inside) out += '[';
+          out += cls;
+          if (!inside) out += ']';
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += ch;
+  }
+  return out;
+}
+
+struct Compiled {
+  pcre2_code* code = nullptr;
+  bool collapsed = false;
+};
+
+}  // namespace
+
+struct PreTokenizer::Impl {
+  std::vector<Compiled> regexes;
+  bool byte_encode = true;
+  bool need_collapse = false;
+  ~Impl() {
+    for (auto& r : regexes) pcre2_code_free(r.code);
+  }
+};
+
+PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool byte_encode) : impl_(new Impl) {
+  impl_->byte_encode = byte_encode;
+  for (const std::string& re : regexes) {
+    Compiled c;
+    c.collapsed = uses_categories(re);
+    const std::string pattern = c.collapsed ? collapse_regex(re) : re;
+    // ECMAScript semantics: `$` only at the very end; wide patterns are UTF.
+    const uint32_t options = PCRE2_DOLLAR_ENDONLY | (c.collapsed ? 0u : PCRE2_UTF);
+    int err = 0;
+    PCRE2_SIZE err_off = 0;
+    c.code =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &err_off, nullptr);
+    if (c.code == nullptr) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(err, msg, sizeof msg);
+      throw Error("tokenizer: cannot compile pre-tokenizer regex '" + re + "': " + reinterpret_cast<char*>(msg));
+    }
+    pcre2_jit_compile(c.code, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
+    impl_->need_collapse = impl_->need_collapse || c.collapsed;
+    impl_->regexes.push_back(c);
+  }
+}
+
+PreTokenizer::~PreTokenizer() = default;
+PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
+PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
+
+namespace {
+
+// Calls on_match(begin, end) for each successive match in subj[0, len), the way
+// a regex iterator walks: after an empty match, try a non-empty one at the same
+// place, else move on by one character.
+template <typename F>
+void for_each_match(const Compiled& re, const char* subj, size_t len, bool utf, pcre2_match_data* md, F on_match) {
+  size_t pos = 0;
+  uint32_t opts = 0;
+  while (pos <= len) {
+    int rc = pcre2_match(re.code, reinterpret_cast<PCRE2_SPTR>(subj), len, pos, opts | PCRE2_NO_UTF_CHECK, md, nullptr);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      rc = pcre2_match(re.code, reinterpret_cast<PCRE2_SPTR>(subj), len, pos, opts | PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
+                       md, nullptr);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      if (opts == 0) return;
+      ++pos;  // the retry after an empty match failed: step one character
+      while (utf && pos < len && (static_cast<uint8_t>(subj[pos]) & 0xC0) == 0x80) ++pos;
+      opts = 0;
+      continue;
+    }
+    if (rc < 0) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof msg);
+      throw Error(std::string("tokenizer: pre-tokenizer regex failed: ") + reinterpret_cast<char*>(msg));
+    }
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    on_match(ov[0], ov[1]);
+    pos = ov[1];
+    opts = ov[1] == ov[0] ? (PCRE2_NOTEMPTY_ATSTART | PCRE2_ANCHORED) : 0;
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> PreTokenizer::split(std::string_view text) const {
+  const std::vector<uint32_t> cpts = decode_utf8_lenient(text);
+  std::string collapsed;
+  if (impl_->need_collapse) {
+    collapsed.resize(cpts.size());
+    for (size_t i = 0; i < cpts.size(); ++i) collapsed[i] = static_cast<char>(collapsed_class(cpts[i]));
+  }
+
+  pcre2_match_data* md = pcre2_match_data_create(32, nullptr);
+  if (md == nullptr) throw Error("tokenizer: out of memory (pcre2 match data)");
+  std::vector<size_t> pieces = {cpts.size()};  // lengths in code points
+  std::vector<size_t> next;
+  std::string wide;          // UTF-8 of one piece for the non-collapsed regexes
+  std::vector<uint32_t> at;  // byte offset in `wide` -> code point index
+  try {
+    for (const Compiled& re : impl_->regexes) {
+      next.clear();
+      size_t start = 0;
+      for (const size_t len : pieces) {
+        size_t last = 0;  // in code points, relative to start
+        auto emit = [&](size_t b, size_t e) {
+          if (b > last) next.push_back(b - last);
+          if (e > b) next.push_back(e - b);
+          last = e;
+        };
+        if (re.collapsed) {
+          for_each_match(re, collapsed.data() + start, len, false, md, emit);
+        } else {
+          wide.clear();
+          at.assign(1, 0);
+          for (size_t i = start; i < start + len; ++i) {
+            uint32_t c = cpts[i];
+            if (c > 0x7F && is_whitespace(c)) c = 0x0B;
+            if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFF;  // no pattern names these
+            append_utf8(wide, c);
+            at.resize(wide.size() + 1, 0);
+            at[wide.size()] = static_cast<uint32_t>(i - start + 1);
+          }
+          for_each_match(re, wide.data(), wide.size(), true, md, [&](size_t b, size_t e) { emit(at[b], at[e]); });
+        }
+        if (last < len) next.push_back(len - last);
+        start += len;
+      }
+      pieces.swap(next);
+    }
+  } catch (...) {
+    pcre2_match_data_free(md);
+    throw;
+  }
+  pcre2_match_data_free(md);
+
+  std::vector<std::string> words;
+  words.reserve(pieces.size());
+  size_t start = 0;
+  std::string utf8;
+  for (const size_t len : pieces) {
+    utf8.clear();
+    for (size_t i = start; i < start + len; ++i) append_utf8(utf8, cpts[i]);
+    start += len;
+    if (!impl_->byte_encode) {
+      words.push_back(utf8);
+      continue;
+    }
+    std::string enc;
+    enc.reserve(utf8.size() * 2);
+    for (const char ch : utf8) enc += byte_to_unicode(static_cast<uint8_t>(ch));
+    words.push_back(std::move(enc));
+  }
+  return words;
+}
+
+}  // namespace strix::tok
