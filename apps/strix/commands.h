@@ -6,5 +6,7 @@ namespace strix::app {
 
 int cmd_inspect(int argc, char** argv);  // cmd_inspect.cpp
 int cmd_synth(int argc, char** argv);    // cmd_synth.cpp
+int cmd_tokenize(int argc, char** argv);  // cmd_tokenize.cpp
+int cmd_apply_template(int argc, char** argv);  // cmd_apply_template.cpp
 
 }  // namespace strix::app

@@ -19,6 +19,8 @@ struct Command {
 const Command kCommands[] = {
     {"inspect", strix::app::cmd_inspect, "show a GGUF file's metadata and tensor table (--json)"},
     {"synth", strix::app::cmd_synth, "write a tiny synthetic model of an architecture (seeded weights)"},
+    {"tokenize", strix::app::cmd_tokenize, "tokenize text with a GGUF vocabulary (like llama-tokenize)"},
+    {"apply-template", strix::app::cmd_apply_template, "render a chat template over a conversation (as HF transformers)"},
 };
 
 void usage(FILE* out) {
