@@ -1,0 +1,84 @@
+// Run-time choice of the CPU kernel level (see kernels.h).
+#include "backend/cpu/kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+
+namespace strix::cpu {
+
+namespace {
+
+CpuKernels build(CpuIsa isa) {
+  CpuKernels k;
+  detail::fill_scalar(k);
+  if (isa >= CpuIsa::kAvx2) detail::fill_avx2(k);
+  if (isa >= CpuIsa::kAvx512) detail::fill_avx512(k);
+  k.isa = isa;
+  return k;
+}
+
+}  // namespace
+
+const char* cpu_isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kScalar:
+      return "scalar";
+    case CpuIsa::kAvx2:
+      return "avx2";
+    case CpuIsa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+bool cpu_supports(CpuIsa isa) {
+  const CpuFeatures& f = cpu_features();
+  switch (isa) {
+    case CpuIsa::kScalar:
+      return true;
+    case CpuIsa::kAvx2:
+      return f.avx2 && f.fma && f.f16c;
+    case CpuIsa::kAvx512:
+      return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
+  }
+  return false;
+}
+
+CpuIsa best_cpu_isa() {
+  if (cpu_supports(CpuIsa::kAvx512)) return CpuIsa::kAvx512;
+  if (cpu_supports(CpuIsa::kAvx2)) return CpuIsa::kAvx2;
+  return CpuIsa::kScalar;
+}
+
+CpuIsa parse_cpu_isa(const char* name) {
+  for (CpuIsa isa : {CpuIsa::kScalar, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (std::strcmp(name, cpu_isa_name(isa)) == 0) return isa;
+  }
+  throw Error(std::string("STRIX_ISA=") + name + ": unknown level (scalar, avx2, avx512)");
+}
+
+const CpuKernels& cpu_kernels_for(CpuIsa isa) {
+  if (!cpu_supports(isa)) {
+    throw Refusal(std::string("CPU kernels: this CPU cannot run the ") + cpu_isa_name(isa) + " level");
+  }
+  // Built once per level; immutable afterwards.
+  static const CpuKernels tables[3] = {build(CpuIsa::kScalar),
+                                       cpu_supports(CpuIsa::kAvx2) ? build(CpuIsa::kAvx2) : CpuKernels{},
+                                       cpu_supports(CpuIsa::kAvx512) ? build(CpuIsa::kAvx512) : CpuKernels{}};
+  return tables[static_cast<int>(isa)];
+}
+
+const CpuKernels& cpu_kernels_for_env(const char* strix_isa) {
+  return cpu_kernels_for((strix_isa && *strix_isa) ? parse_cpu_isa(strix_isa) : best_cpu_isa());
+}
+
+const CpuKernels& cpu_kernels() {
+  static const CpuKernels& chosen = cpu_kernels_for_env(std::getenv("STRIX_ISA"));
+  return chosen;
+}
+
+}  // namespace strix::cpu
