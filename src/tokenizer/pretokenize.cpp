@@ -43,6 +43,9 @@ const char* const kTekken =
     R"RE([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
 const char* const kGpt4o =
     R"RE([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+// gpt-4o's list with \p{M} next to \p{L} in the lookaheads.
+const char* const kGpt4oMarks =
+    R"RE([^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
 const char* const kPoro = " ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+";
 const char* const kSeedCoder =
     R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
@@ -54,6 +57,23 @@ const char* const kMiniCpm5 =
     R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
 const char* const kUfakzeka =
     R"RE([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+
+// afmoe's second regex: CJK, kana, halfwidth kana, Kangxi radicals, Thai, Lao,
+// Khmer, Myanmar, Hangul. Transcribed from the bytes in the pinned library
+// (its "CJK Compatibility" range starts at U+8C48, not U+F900: the source text
+// went through NFC, which maps U+F900 to U+8C48).
+const char* const kAfmoeCjk =
+    "[\u4e00-\u9fff\u3400-\u4dbf\u8c48-\ufaff\u3040-\u309f\u30a0-\u30ff\uff65-\uff9f\u2f00-\u2fdf"
+    "\u0e40-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f\uaa60-\uaa7f\ua9e0-\ua9ff\uac00-\ud7af"
+    "\u1100-\u11ff]+";
+
+// Names libllama hands to a hand-coded splitter instead of a regex engine (see
+// split_custom below); the texts are the ones libllama matches on.
+const char* const kKimiK2Trigger = R"RE(\p{Han}+)RE";
+const char* const kAfmoeDigits = R"RE(\p{AFMoE_digits})RE";
+const char* const kTinyAyaMain =
+    R"RE([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+const char* const kTinyAyaDigits = R"RE(\d{1,3}(?=(?:\d{3})*\b))RE";
 
 bool one_of(const std::string& s, std::initializer_list<const char*> names) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
@@ -143,9 +163,26 @@ PreConfig pre_config(const std::string& given) {
   } else if (n == "ufakzeka") {
     set({kUfakzeka});
     c.clean_spaces = false;
-  } else if (one_of(n, {"kimi-k2", "afmoe"})) {
-    throw Refusal("tokenizer: pre-tokenizer '" + n +
-                  "' is hand-coded in libllama (not a regex list) and is not implemented in Strix");
+  } else if (n == "kimi-k2") {
+    set({kKimiK2Trigger});
+    c.clean_spaces = false;
+  } else if (n == "afmoe") {
+    set({kAfmoeDigits, kAfmoeCjk, kDeepseek3Main});
+    c.clean_spaces = false;
+  } else if (n == "superbpe") {
+    set({R"RE(\p{N}+)RE", R"RE((?=(\d{3})+(?!\d)))RE"});
+    c.clean_spaces = false;
+  } else if (n == "granite-embed-multi-97m") {
+    set({kGpt4oMarks});
+    c.clean_spaces = false;
+    c.ignore_merges = true;
+  } else if (n == "tiny_aya") {
+    set({kTinyAyaDigits, kTinyAyaMain});
+    c.clean_spaces = false;
+  } else if (one_of(n, {"youtu", "jais-2", "sarvam-moe", "cohere2moe", "chameleon", "laguna", "whitespace"})) {
+    // Known to the pinned libllama, but their lists (or flags) are not
+    // established here: refuse rather than guess.
+    throw Refusal("tokenizer: pre-tokenizer '" + n + "' is known to libllama but not implemented in Strix");
   } else {
     throw Refusal("tokenizer: unknown or unsupported pre-tokenizer '" + n + "'");
   }
@@ -209,10 +246,20 @@ std::string collapse_regex(const std::string& re) {
   return out;
 }
 
+// libllama's hand-coded splitters, selected by the exact regex text.
+enum class Custom { kNone, kKimiK2, kDigitGroups };
+
 struct Compiled {
   pcre2_code* code = nullptr;
   bool collapsed = false;
+  Custom custom = Custom::kNone;
 };
+
+Custom custom_kind(const std::string& re) {
+  if (re == kKimiK2Trigger) return Custom::kKimiK2;
+  if (re == kAfmoeDigits || re == kTinyAyaDigits) return Custom::kDigitGroups;
+  return Custom::kNone;
+}
 
 }  // namespace
 
@@ -229,6 +276,11 @@ PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool byte_en
   impl_->byte_encode = byte_encode;
   for (const std::string& re : regexes) {
     Compiled c;
+    c.custom = custom_kind(re);
+    if (c.custom != Custom::kNone) {
+      impl_->regexes.push_back(c);
+      continue;
+    }
     c.collapsed = uses_categories(re);
     const std::string pattern = c.collapsed ? collapse_regex(re) : re;
     // ECMAScript semantics: `$` only at the very end; wide patterns are UTF.
@@ -286,6 +338,127 @@ void for_each_match(const Compiled& re, const char* subj, size_t len, bool utf, 
   }
 }
 
+// Han characters as libllama's kimi-k2 splitter knows them: the CJK Unified
+// Ideographs blocks (base, extensions A-F) and the compatibility ideographs.
+bool is_han(uint32_t c) {
+  return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+         (c >= 0x2A700 && c <= 0x2EBEF) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+// One piece c[0, n) of code points, cut the way libllama's hand-coded splitter
+// of `kind` does; appends the (non-zero) lengths to `out`.
+//  - kDigitGroups (afmoe, tiny_aya): each run of \p{N} becomes groups of three
+//    counted from the right. The text before a run is NOT cut off: it joins
+//    the first group ("ab1234" -> "ab1", "234"), as libllama does.
+//  - kKimiK2: Moonshot's regex
+//      [\p{Han}]+ | [^\r\n\p{L}\p{N}]?(letters but not Han)+('s|'t|...)? |
+//      \p{N}{1,3} | ' '?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+//    walked left to right with the real Unicode categories (no collapsing,
+//    and without the upper/lower-case split of the original regex).
+void split_custom(Custom kind, const uint32_t* c, size_t n, std::vector<size_t>& out) {
+  size_t prev = 0;
+  auto add = [&](size_t end) {
+    if (end > prev) out.push_back(end - prev);
+    prev = end;
+  };
+  auto in = [&](size_t p) { return p < n; };
+  auto letter = [&](size_t p) { return in(p) && category(c[p]) == CptCategory::kLetter; };
+  auto number = [&](size_t p) { return in(p) && category(c[p]) == CptCategory::kNumber; };
+  auto space = [&](size_t p) { return in(p) && c[p] <= 0x10FFFF && is_whitespace(c[p]); };
+
+  if (kind == Custom::kDigitGroups) {
+    size_t pos = 0;
+    while (pos < n) {
+      if (!number(pos)) {
+        ++pos;
+        continue;
+      }
+      const size_t first = pos;
+      while (number(pos)) ++pos;
+      size_t cur = first;
+      if ((pos - first) % 3 != 0) {
+        cur += (pos - first) % 3;
+        add(cur);
+      }
+      while (cur < pos) {
+        cur += 3;
+        add(cur);
+      }
+    }
+    add(n);
+    return;
+  }
+
+  auto cpt_at = [&](size_t p) { return in(p) ? c[p] : 0xFFFFFFFFu; };
+  auto word_letter = [&](size_t p) { return letter(p) && !is_han(c[p]); };
+  auto other = [&](size_t p) { return in(p) && !space(p) && !letter(p) && !number(p); };
+  size_t pos = 0;
+  while (pos < n) {
+    const uint32_t cpt = c[pos];
+    if (is_han(cpt)) {
+      while (in(pos) && is_han(c[pos])) ++pos;
+      add(pos);
+      continue;
+    }
+    const bool lead = !(cpt == '\r' || cpt == '\n' || letter(pos) || number(pos));
+    if (word_letter(pos) || (lead && word_letter(pos + 1))) {
+      if (lead) ++pos;
+      bool any = false;
+      while (word_letter(pos)) {
+        any = true;
+        ++pos;
+      }
+      if (any) {
+        if (cpt_at(pos) == '\'' && pos + 1 < n) {
+          const uint32_t a = to_lower(c[pos + 1]);
+          if (a == 's' || a == 't' || a == 'm' || a == 'd') {
+            pos += 2;
+          } else if (pos + 2 < n) {
+            const uint32_t b = to_lower(c[pos + 2]);
+            if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) pos += 3;
+          }
+        }
+        add(pos);
+        continue;
+      }
+      if (lead) --pos;
+    }
+    if (number(pos)) {
+      size_t ini = pos;
+      while (number(pos)) {
+        if (++pos - ini >= 3) {
+          add(pos);
+          ini = pos;
+        }
+      }
+      add(pos);
+      continue;
+    }
+    if (other(cpt == ' ' ? pos + 1 : pos)) {
+      if (cpt == ' ') ++pos;
+      while (other(pos)) ++pos;
+      while (cpt_at(pos) == '\r' || cpt_at(pos) == '\n') ++pos;
+      add(pos);
+      continue;
+    }
+    size_t spaces = 0, last_newline_end = 0;
+    while (space(pos + spaces)) {
+      if (c[pos + spaces] == '\r' || c[pos + spaces] == '\n') last_newline_end = pos + spaces + 1;
+      ++spaces;
+    }
+    if (last_newline_end > 0) {
+      pos = last_newline_end;
+    } else if (spaces > 1 && in(pos + spaces)) {
+      pos += spaces - 1;
+    } else if (spaces > 0) {
+      pos += spaces;
+    } else {
+      ++pos;
+    }
+    add(pos);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> PreTokenizer::split(std::string_view text) const {
@@ -313,7 +486,10 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
           if (e > b) next.push_back(e - b);
           last = e;
         };
-        if (re.collapsed) {
+        if (re.custom != Custom::kNone) {
+          split_custom(re.custom, cpts.data() + start, len, next);
+          last = len;
+        } else if (re.collapsed) {
           for_each_match(re, collapsed.data() + start, len, false, md, emit);
         } else {
           wide.clear();

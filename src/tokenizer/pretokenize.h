@@ -40,7 +40,9 @@ struct PreConfig {
 };
 
 // Throws Refusal naming `name` when libllama's list has no such name or we do
-// not implement it (kimi-k2 and afmoe are hand-coded there, not regexes).
+// not implement it (youtu, jais-2, cohere2moe, chameleon, laguna, sarvam-moe,
+// whitespace: see docs/TOKENIZERS.md). kimi-k2, afmoe and tiny_aya use hand-coded
+// splitters in libllama; ours are in split_custom() (pretokenize.cpp).
 PreConfig pre_config(const std::string& name);
 
 class PreTokenizer {
