@@ -75,6 +75,25 @@ const char* const kTinyAyaMain =
     R"RE([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
 const char* const kTinyAyaDigits = R"RE(\d{1,3}(?=(?:\d{3})*\b))RE";
 
+// youtu: Hangul/jamo, CJK punctuation, bopomofo and CJK/kana runs first (the
+// bytes in the pinned library), then tiny_aya's main regex with single digits.
+const char* const kYoutuCjk =
+    "[\uac00-\ud7a3\u3131-\u318e]+|[\uff01\u2026\u201c\u201d\u2018\u2019\u2014\uff1a\uff1b\uff0c\u3001-\u303f"
+    "\ufe30-\ufe4f]+|[\u3105-\u312f]+|[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+";
+const char* const kYoutuMain =
+    R"RE([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)RE";
+// jais-2: llama3's regex with whitespace runs cut into 512, 256, ... 4, 1-2, 1.
+const char* const kJais2 =
+    R"RE((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})RE";
+// chameleon: sentinel and image tokens, whitespace, single digits, single
+// punctuation, then gpt-2.
+const char* const kChameleonSentinel = "<sentinel:[0-9]+>";
+const char* const kChameleonImage = "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z";
+const char* const kChameleonSpace = R"RE(([\t\n]|    |  ))RE";
+const char* const kChameleonPunct = R"RE([\p{P}!-/:-@\[-`{-~])RE";
+// Lines and newline runs (gemma4, sarvam-moe, laguna's first split).
+const char* const kLines = R"RE([^\n]+|[\n]+)RE";
+
 bool one_of(const std::string& s, std::initializer_list<const char*> names) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
 }
@@ -121,7 +140,7 @@ PreConfig pre_config(const std::string& given) {
     set({kGpt2});
     c.clean_spaces = false;
   } else if (one_of(n, {"gemma4", "granite-embed-multi-311m"})) {
-    set({R"RE([^\n]+|[\n]+)RE"});
+    set({kLines});
     c.byte_encode = false;
     c.escape_whitespaces = true;
   } else if (one_of(n, {"stablelm2", "megrez"})) {
@@ -179,9 +198,34 @@ PreConfig pre_config(const std::string& given) {
   } else if (n == "tiny_aya") {
     set({kTinyAyaDigits, kTinyAyaMain});
     c.clean_spaces = false;
-  } else if (one_of(n, {"youtu", "jais-2", "sarvam-moe", "cohere2moe", "chameleon", "laguna", "whitespace"})) {
-    // Known to the pinned libllama, but their lists (or flags) are not
-    // established here: refuse rather than guess.
+  } else if (n == "cohere2moe") {
+    // the pinned library maps it to tiny_aya's list and flags
+    set({kTinyAyaDigits, kTinyAyaMain});
+    c.clean_spaces = false;
+  } else if (n == "youtu") {
+    set({kYoutuCjk, kYoutuMain});
+    c.clean_spaces = false;
+    c.ignore_merges = true;
+  } else if (n == "jais-2") {
+    set({kJais2});
+  } else if (n == "laguna") {
+    set({kLines, kQwen2});
+    c.clean_spaces = false;
+  } else if (n == "chameleon") {
+    set({kChameleonSentinel, kChameleonImage, kChameleonSpace, R"RE(\p{N})RE", kChameleonPunct, kGpt2});
+    c.clean_spaces = false;
+  } else if (n == "sarvam-moe") {
+    // gemma4's shape (U+2581 for spaces, raw UTF-8) without its newline-run
+    // rule, which libllama keys to the gemma4 type only
+    set({kLines});
+    c.byte_encode = false;
+    c.escape_whitespaces = true;
+    c.clean_spaces = false;
+  } else if (n == "whitespace") {
+    // Known to the pinned libllama, which keys its whitespace-dropping session
+    // to tokenizer.ggml.model "whitespace" (not implemented here); with a gpt2
+    // model its `\S+` split keeps whitespace runs and libllama aborts on any
+    // run of 2+ code points (GGML_ASSERT in find_bpe_rank). Refuse.
     throw Refusal("tokenizer: pre-tokenizer '" + n + "' is known to libllama but not implemented in Strix");
   } else {
     throw Refusal("tokenizer: unknown or unsupported pre-tokenizer '" + n + "'");

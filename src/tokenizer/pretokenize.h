@@ -40,9 +40,9 @@ struct PreConfig {
 };
 
 // Throws Refusal naming `name` when libllama's list has no such name or we do
-// not implement it (youtu, jais-2, cohere2moe, chameleon, laguna, sarvam-moe,
-// whitespace: see docs/TOKENIZERS.md). kimi-k2, afmoe and tiny_aya use hand-coded
-// splitters in libllama; ours are in split_custom() (pretokenize.cpp).
+// not implement it (whitespace: see docs/TOKENIZERS.md). kimi-k2, afmoe,
+// tiny_aya and cohere2moe use hand-coded splitters in libllama; ours are in
+// split_custom() (pretokenize.cpp).
 PreConfig pre_config(const std::string& name);
 
 class PreTokenizer {

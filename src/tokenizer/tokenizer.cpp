@@ -10,6 +10,7 @@ namespace strix::tok {
 Tokenizer::Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
   if (vocab_.type == VocabType::kBpe) pre_ = std::make_unique<PreTokenizer>(vocab_.pre.regexes, vocab_.pre.byte_encode);
   if (vocab_.type == VocabType::kUgm) ugm_ = build_ugm(vocab_);
+  if (vocab_.type == VocabType::kRwkv) rwkv_ = build_rwkv(vocab_);
 }
 
 Tokenizer Tokenizer::from_file(const std::string& path) {
@@ -87,6 +88,17 @@ std::vector<int32_t> Tokenizer::tokenize(std::string_view text, bool add_special
       }
     }
     if (add_special) out.push_back(vocab_.sep);
+    return out;
+  }
+  if (vocab_.type == VocabType::kRwkv) {
+    // libllama adds no bos/eos to RWKV text, whatever add_special says
+    for (const Fragment& f : frags) {
+      if (f.token != kNoToken) {
+        out.push_back(f.token);
+      } else {
+        tokenize_rwkv(text.substr(f.offset, f.length), out);
+      }
+    }
     return out;
   }
   if (add_special && vocab_.add_bos) out.push_back(vocab_.bos);

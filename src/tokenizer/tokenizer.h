@@ -22,9 +22,10 @@
 //     (tokenizer/pretokenize.h) and rank-ordered merges per piece; WPM
 //     (BERT): BertNormalizer-style words, then longest-match WordPiece;
 //     UGM (T5): sentencepiece normalization, then the best-scoring
-//     segmentation (Viterbi over a token trie);
+//     segmentation (Viterbi over a token trie); RWKV: greedy longest match
+//     over the unescaped token bytes (tokenizer/rwkv.cpp);
 //  3. add_special adds bos (when add_bos) and eos (when add_eos); for WPM
-//     always [CLS] ... [SEP] (bos ... sep), as libllama.
+//     always [CLS] ... [SEP] (bos ... sep); for RWKV nothing, as libllama.
 // Thread safety: a Tokenizer is immutable after construction; calls may run
 // concurrently.
 #pragma once
@@ -73,11 +74,15 @@ class Tokenizer {
   void tokenize_bpe(std::string_view text, std::vector<int32_t>& out) const;
   void tokenize_wpm(std::string_view text, std::vector<int32_t>& out) const;
   void tokenize_ugm(std::string_view text, std::vector<int32_t>& out) const;
+  void tokenize_rwkv(std::string_view text, std::vector<int32_t>& out) const;
 
   Vocab vocab_;
   std::unique_ptr<PreTokenizer> pre_;  // BPE only
   static std::shared_ptr<const UgmTables> build_ugm(const Vocab& vocab);
   std::shared_ptr<const UgmTables> ugm_;
+  struct RwkvTrie;  // rwkv.cpp
+  static std::shared_ptr<const RwkvTrie> build_rwkv(const Vocab& vocab);
+  std::shared_ptr<const RwkvTrie> rwkv_;
 };
 
 // Turns a stream of token ids into text without ever emitting part of a UTF-8

@@ -144,10 +144,12 @@ Vocab Vocab::load(const GgufFile& file) {
                             uint32_t(uint8_t(m[3])) << 24;
       if (uint64_t(blob) + 4 >= m.size()) throw Error("tokenizer: precompiled_charsmap blob size is out of bounds");
     }
+  } else if (v.model == "rwkv") {
+    v.type = VocabType::kRwkv;  // no default special tokens
   } else {
     throw Refusal("tokenizer: tokenizer.ggml.model '" + v.model +
                   "' is not implemented (Strix tokenizes 'llama' (SPM), 'gpt2' and 'gemma4' (BPE), 'bert' (WPM), "
-                  "'t5' (UGM))");
+                  "'t5' (UGM), 'rwkv')");
   }
 
   if (v.type == VocabType::kBpe) {
@@ -161,6 +163,11 @@ Vocab Vocab::load(const GgufFile& file) {
   } else if (v.type == VocabType::kUgm) {
     v.add_bos = false;
     v.add_eos = true;
+  } else if (v.type == VocabType::kRwkv) {
+    v.add_space_prefix = false;
+    v.clean_spaces = false;
+    v.add_bos = false;
+    v.add_eos = false;
   } else if (v.type == VocabType::kWpm) {
     v.add_space_prefix = false;
     v.clean_spaces = true;
@@ -373,7 +380,9 @@ Vocab Vocab::load(const GgufFile& file) {
   for (size_t i = 0; i < n; ++i) {
     const TokenInfo& t = v.tokens[i];
     std::string& p = v.pieces[i];
-    if (t.attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) {
+    if (v.type == VocabType::kRwkv) {
+      p = unescape_rwkv_token(t.text);  // every token, whatever its type
+    } else if (t.attr & (kAttrUnknown | kAttrControl | kAttrUserDefined)) {
       p = t.text;
     } else if (t.attr & kAttrNormal) {
       p = t.text;

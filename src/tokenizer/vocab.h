@@ -7,8 +7,9 @@
 //   v.type == tok::VocabType::kBpe; v.n_tokens(); v.bos; v.add_bos; ...
 //
 // Supported: tokenizer.ggml.model "llama" (SPM), "gpt2" (byte-level BPE),
-// "gemma4" (BPE over raw UTF-8), "bert" (WordPiece) and "t5" (Unigram). Others
-// (rwkv, plamo2, hybriddna ...) are refused by name.
+// "gemma4" (BPE over raw UTF-8), "bert" (WordPiece), "t5" (Unigram) and
+// "rwkv" (greedy byte trie, tokenizer/rwkv.cpp). Others (plamo2, hybriddna ...)
+// are refused by name.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,7 @@
 
 namespace strix::tok {
 
-enum class VocabType { kSpm, kBpe, kWpm, kUgm };
+enum class VocabType { kSpm, kBpe, kWpm, kUgm, kRwkv };
 
 // Token attributes (bit values as libllama's llama_token_attr).
 enum TokenAttr : uint32_t {
@@ -96,5 +97,8 @@ struct Vocab {
   int32_t byte_token(uint8_t byte) const;
   bool is_eog(int32_t id) const;
 };
+
+// An RWKV token's bytes from its stored text (\t \n \r \xHH, \<c>; rwkv.cpp).
+std::string unescape_rwkv_token(std::string_view escaped);
 
 }  // namespace strix::tok

@@ -18,8 +18,7 @@ namespace {
 // (parity_test.cpp's global environment removes the temporary GGUFs.)
 
 // Names the pinned libllama accepts but Strix refuses (see NamedPreRefusal).
-const char* const kUnimplementedPreNames[] = {"youtu",     "jais-2", "sarvam-moe", "cohere2moe",
-                                              "chameleon", "laguna", "whitespace"};
+const char* const kUnimplementedPreNames[] = {"whitespace"};
 
 // Text aimed at the hand-coded splitters: Han runs next to kana, Hangul, Latin
 // words with contractions, digit runs of every length mod 3 (ASCII and not),
@@ -108,6 +107,47 @@ INSTANTIATE_TEST_SUITE_P(HandCoded, NamedPreParity,
                          testing::Values("kimi-k2", "afmoe", "superbpe", "tiny_aya", "granite-embed-multi-97m"),
                          param_name);
 
+// Names whose regex lists (and flags) were established against the pinned
+// library: youtu (CJK classes + tiny_aya-like main, ignore_merges), jais-2
+// (cascading whitespace, clean_spaces), cohere2moe (= tiny_aya), laguna (lines,
+// then qwen2), chameleon (6 regexes), sarvam-moe (gemma4-like raw UTF-8).
+INSTANTIATE_TEST_SUITE_P(RegexLists, NamedPreParity,
+                         testing::Values("youtu", "jais-2", "cohere2moe", "laguna", "chameleon", "sarvam-moe"),
+                         param_name);
+
+// Negative control for the lists above: each name tokenized with the nearest
+// wrong list (or a wrong flag) must disagree with libllama on some texts.
+TEST(RegexListNegativeControl, wrong_list_or_flag_is_detected) {
+  struct Case {
+    const char* name;
+    const char* wrong;
+    bool clean_spaces;
+  };
+  for (const Case& k : {Case{"youtu", "tiny_aya", false}, Case{"jais-2", "llama3", true},
+                        Case{"laguna", "qwen2", false}, Case{"chameleon", "gpt-2", false},
+                        Case{"cohere2moe", "cohere2moe", true}}) {
+    const std::string path = vocab_gguf("llama3_1", k.name);
+    const std::string base = vocab_gguf("llama3_1", k.wrong == std::string("cohere2moe") ? "tiny_aya" : k.wrong);
+    const auto file = GgufFile::open(base);
+    Vocab v = Vocab::load(*file);
+    v.pre = pre_config(k.wrong);
+    v.clean_spaces = k.clean_spaces;
+    v.add_bos = false;
+    const Tokenizer ours(std::move(v));
+    const ref::LlamaModel ref(path, {.vocab_only = true});
+    size_t differ = 0;
+    for (const std::string& text : texts_for_names()) {
+      if (ours.tokenize(text, false, false) != ref.tokenize(text, false, false) ||
+          ours.detokenize(ref.tokenize(text, false, false), false, false) !=
+              ref.detokenize(ref.tokenize(text, false, false), false, false)) {
+        ++differ;
+      }
+    }
+    std::printf("[parity] negative control (%s list/flags on %s): %zu texts differ\n", k.wrong, k.name, differ);
+    EXPECT_GE(differ, 1u) << k.name;
+  }
+}
+
 // Negative control: kimi-k2's splitter swapped for the gpt-4o regex (the
 // closest regex list) must disagree with libllama on the CJK texts, and the
 // digit grouping of afmoe swapped for deepseek-v3's \p{N}{1,3} likewise.
@@ -145,6 +185,75 @@ TEST(NamedPreRefusal, unimplemented_libllama_names_are_refused_by_name) {
     const std::string path = vocab_gguf("llama3_1", name);
     EXPECT_NO_THROW(ref::LlamaModel(path, {.vocab_only = true})) << name << " is not known to libllama";
   }
+}
+
+// sarvam-moe on the vocabulary shape it is made for (SPM-style BPE: U+2581
+// for spaces, <0xNN> byte tokens) under a "gpt2" model, against libllama.
+// Texts avoid newline runs: libllama asserts on those outside gemma4.
+TEST(SarvamSynthetic, matches_libllama) {
+  std::vector<std::string> toks = {"<pad>", "<eos>", "<bos>", "<unk>"};
+  std::vector<int32_t> types = {3, 3, 3, 2};
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    toks.push_back(name);
+    types.push_back(6);
+  }
+  const std::string sp = "\xe2\x96\x81";  // U+2581
+  for (const std::string& t : {sp, std::string("a"), std::string("b"), std::string("c"), std::string("ab"),
+                               std::string("abc"), sp + "a", sp + "ab", std::string("\n"), std::string("\xc3\xa9"),
+                               sp + "c", std::string("ca"), std::string("."), sp + sp}) {
+    toks.push_back(t);
+    types.push_back(1);
+  }
+  GgufWriter w;
+  w.set_str("general.architecture", "llama");
+  w.set_str("tokenizer.ggml.model", "gpt2");
+  w.set_str("tokenizer.ggml.pre", "sarvam-moe");
+  w.set("tokenizer.ggml.tokens", GgufValue::str_array(toks));
+  w.set("tokenizer.ggml.token_type", GgufValue::i32_array(types));
+  w.set("tokenizer.ggml.merges",
+        GgufValue::str_array({"a b", "ab c", sp + " a", sp + "a b", sp + " c", "c a", sp + " " + sp}));
+  w.set_u32("tokenizer.ggml.bos_token_id", 2);
+  w.set_u32("tokenizer.ggml.eos_token_id", 1);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+  const std::string path = (temp_dir() / "sarvam_synth.gguf").string();
+  w.write(path);
+
+  const Tokenizer ours = Tokenizer::from_file(path);
+  const ref::LlamaModel ref(path, {.vocab_only = true});
+  const std::vector<std::string> texts = {"abc",    " ab c", "ca ab",  "a\nb",     "\xc3\xa9 ab .", "xyz abc",
+                                          "<bos>ab", "  a",   "\tab ", "\xff ab", "a . b",         ""};
+  size_t checked = 0;
+  for (const std::string& text : texts) {
+    for (const bool add_special : {false, true}) {
+      for (const bool parse_special : {false, true}) {
+        const auto want = ref.tokenize(text, add_special, parse_special);
+        EXPECT_EQ(ours.tokenize(text, add_special, parse_special), want)
+            << testing::PrintToString(text) << " add_special=" << add_special << " parse_special=" << parse_special;
+        for (const bool remove : {false, true}) {
+          EXPECT_EQ(ours.detokenize(want, remove, parse_special), ref.detokenize(want, remove, parse_special))
+              << testing::PrintToString(text);
+        }
+        ++checked;
+      }
+    }
+  }
+  for (int32_t id = 0; id < ref.n_vocab(); ++id) {
+    for (const bool special : {false, true}) {
+      EXPECT_EQ(ours.token_to_piece(id, special), ref.token_to_piece(id, special)) << id;
+    }
+  }
+  EXPECT_EQ(checked, texts.size() * 4);
+
+  // negative control: without the U+2581 escaping the texts with spaces differ
+  const auto file = GgufFile::open(path);
+  Vocab wrong = Vocab::load(*file);
+  wrong.escape_whitespaces = false;
+  const Tokenizer bad(std::move(wrong));
+  size_t differ = 0;
+  for (const std::string& text : texts) differ += bad.tokenize(text, false, false) != ref.tokenize(text, false, false);
+  EXPECT_GE(differ, 5u);
 }
 
 }  // namespace

@@ -36,24 +36,24 @@ TEST(Tokenizer, unknown_pre_tokenizer_is_refused_by_name) {
   } catch (const Refusal& e) {
     EXPECT_NE(std::string(e.what()).find("no-such-pre"), std::string::npos) << e.what();
   }
-  // kimi-k2 and afmoe are implemented now (pre_names_test.cpp); these remain.
-  EXPECT_THROW(pre_config("sarvam-moe"), Refusal);
-  EXPECT_THROW(pre_config("youtu"), Refusal);
+  // known to libllama but not implemented (see pre_names_test.cpp)
+  EXPECT_THROW(pre_config("whitespace"), Refusal);
+  EXPECT_NO_THROW(pre_config("youtu"));
   EXPECT_NO_THROW(pre_config(""));  // missing -> "default", as libllama
 }
 
 TEST(Tokenizer, unsupported_vocab_model_is_refused_by_name) {
   GgufWriter w;
-  w.set_str("general.architecture", "rwkv6");
-  w.set_str("tokenizer.ggml.model", "rwkv");
+  w.set_str("general.architecture", "plamo2");
+  w.set_str("tokenizer.ggml.model", "plamo2");
   w.set("tokenizer.ggml.tokens", GgufValue::str_array({"[PAD]", "a"}));
-  const std::string path = (temp_dir() / "rwkv.gguf").string();
+  const std::string path = (temp_dir() / "plamo2.gguf").string();
   w.write(path);
   try {
     Tokenizer::from_file(path);
     FAIL() << "expected a Refusal";
   } catch (const Refusal& e) {
-    EXPECT_NE(std::string(e.what()).find("'rwkv'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'plamo2'"), std::string::npos) << e.what();
   }
 }
 
