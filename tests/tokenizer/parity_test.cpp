@@ -24,60 +24,6 @@ class RemoveTempDir : public testing::Environment {
 };
 const testing::Environment* const kCleanup = testing::AddGlobalTestEnvironment(new RemoveTempDir);
 
-std::string show(const std::vector<int32_t>& ids, size_t max = 40) {
-  std::string s = "[";
-  for (size_t i = 0; i < ids.size() && i < max; ++i) {
-    if (i) s.push_back(',');
-    s.append(std::to_string(ids[i]));
-  }
-  if (ids.size() > max) s.append(",...");
-  s.push_back(']');
-  return s;
-}
-
-struct Counts {
-  size_t texts = 0, id_mismatch = 0, detok_mismatch = 0, tokens = 0;
-};
-
-// Compares ids for all four flag combinations and the detokenized text.
-Counts compare_corpus(const Tokenizer& ours, const ref::LlamaModel& ref, const std::vector<std::string>& texts,
-                      const std::string& label) {
-  Counts c;
-  int reported = 0;
-  for (const std::string& text : texts) {
-    for (const bool add_special : {false, true}) {
-      for (const bool parse_special : {false, true}) {
-        ++c.texts;
-        const std::vector<int32_t> want = ref.tokenize(text, add_special, parse_special);
-        const std::vector<int32_t> got = ours.tokenize(text, add_special, parse_special);
-        c.tokens += want.size();
-        if (got != want) {
-          ++c.id_mismatch;
-          if (reported++ < 3) {
-            ADD_FAILURE() << label << " add_special=" << add_special << " parse_special=" << parse_special
-                          << "\ntext: " << testing::PrintToString(text.substr(0, 300)) << "\nwant " << show(want)
-                          << "\ngot  " << show(got);
-          }
-          continue;
-        }
-        for (const bool remove : {false, true}) {
-          const std::string want_text = ref.detokenize(want, remove, parse_special);
-          const std::string got_text = ours.detokenize(got, remove, parse_special);
-          if (got_text != want_text) {
-            ++c.detok_mismatch;
-            if (reported++ < 3) {
-              ADD_FAILURE() << label << " detokenize remove_special=" << remove << "\nwant "
-                            << testing::PrintToString(want_text.substr(0, 300)) << "\ngot  "
-                            << testing::PrintToString(got_text.substr(0, 300));
-            }
-          }
-        }
-      }
-    }
-  }
-  return c;
-}
-
 size_t compare_pieces(const Tokenizer& ours, const ref::LlamaModel& ref, const std::string& label) {
   size_t bad = 0;
   for (int32_t id = 0; id < ref.n_vocab(); ++id) {

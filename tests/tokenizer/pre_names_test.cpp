@@ -40,39 +40,6 @@ std::vector<std::string> cjk_texts() {
   };
 }
 
-struct Counts {
-  size_t texts = 0, tokens = 0, id_mismatch = 0, detok_mismatch = 0;
-};
-
-Counts compare(const Tokenizer& ours, const ref::LlamaModel& ref, const std::vector<std::string>& texts,
-               const std::string& label) {
-  Counts c;
-  int reported = 0;
-  for (const std::string& text : texts) {
-    for (const bool add_special : {false, true}) {
-      for (const bool parse_special : {false, true}) {
-        ++c.texts;
-        const std::vector<int32_t> want = ref.tokenize(text, add_special, parse_special);
-        const std::vector<int32_t> got = ours.tokenize(text, add_special, parse_special);
-        c.tokens += want.size();
-        if (got != want) {
-          ++c.id_mismatch;
-          if (reported++ < 3) {
-            ADD_FAILURE() << label << " add_special=" << add_special << " parse_special=" << parse_special
-                          << "\ntext: " << testing::PrintToString(text.substr(0, 200)) << "\nwant "
-                          << testing::PrintToString(want) << "\ngot  " << testing::PrintToString(got);
-          }
-          continue;
-        }
-        if (ours.detokenize(got, false, parse_special) != ref.detokenize(want, false, parse_special)) {
-          ++c.detok_mismatch;
-        }
-      }
-    }
-  }
-  return c;
-}
-
 std::vector<std::string> texts_for_names() {
   const std::vector<std::string> all = corpus_texts();
   std::vector<std::string> texts;
@@ -88,7 +55,7 @@ TEST_P(NamedPreParity, matches_libllama) {
   const std::string path = vocab_gguf("llama3_1", pre);
   const Tokenizer ours = Tokenizer::from_file(path);
   const ref::LlamaModel ref(path, {.vocab_only = true});
-  const Counts c = compare(ours, ref, texts_for_names(), "pre=" + pre);
+  const Counts c = compare_corpus(ours, ref, texts_for_names(), "pre=" + pre);
   std::printf("[parity] pre=%-14s texts=%zu ref_tokens=%zu id_mismatches=%zu detok_mismatches=%zu\n", pre.c_str(),
               c.texts, c.tokens, c.id_mismatch, c.detok_mismatch);
   EXPECT_EQ(c.id_mismatch, 0u);

@@ -13,7 +13,11 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "gguf/writer.h"
+#include "ref/libllama.h"
+#include "tokenizer/tokenizer.h"
 #include "synth/vocab_import.h"
 
 namespace strix::tok::test {
@@ -111,6 +115,62 @@ inline std::vector<std::string> corpus_texts(size_t max_bytes = 3000) {
   texts.push_back(" ");
   texts.push_back("  leading and trailing  ");
   return texts;
+}
+
+// Compares token ids for every text under the four add_special x parse_special
+// combinations, and the detokenized text (remove_special off and on), against
+// libllama; reports the first three differences.
+inline std::string show(const std::vector<int32_t>& ids, size_t max = 40) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size() && i < max; ++i) {
+    if (i) s.push_back(',');
+    s.append(std::to_string(ids[i]));
+  }
+  if (ids.size() > max) s.append(",...");
+  s.push_back(']');
+  return s;
+}
+
+struct Counts {
+  size_t texts = 0, id_mismatch = 0, detok_mismatch = 0, tokens = 0;
+};
+
+inline Counts compare_corpus(const Tokenizer& ours, const ref::LlamaModel& ref, const std::vector<std::string>& texts,
+                      const std::string& label) {
+  Counts c;
+  int reported = 0;
+  for (const std::string& text : texts) {
+    for (const bool add_special : {false, true}) {
+      for (const bool parse_special : {false, true}) {
+        ++c.texts;
+        const std::vector<int32_t> want = ref.tokenize(text, add_special, parse_special);
+        const std::vector<int32_t> got = ours.tokenize(text, add_special, parse_special);
+        c.tokens += want.size();
+        if (got != want) {
+          ++c.id_mismatch;
+          if (reported++ < 3) {
+            ADD_FAILURE() << label << " add_special=" << add_special << " parse_special=" << parse_special
+                          << "\ntext: " << testing::PrintToString(text.substr(0, 300)) << "\nwant " << show(want)
+                          << "\ngot  " << show(got);
+          }
+          continue;
+        }
+        for (const bool remove : {false, true}) {
+          const std::string want_text = ref.detokenize(want, remove, parse_special);
+          const std::string got_text = ours.detokenize(got, remove, parse_special);
+          if (got_text != want_text) {
+            ++c.detok_mismatch;
+            if (reported++ < 3) {
+              ADD_FAILURE() << label << " detokenize remove_special=" << remove << "\nwant "
+                            << testing::PrintToString(want_text.substr(0, 300)) << "\ngot  "
+                            << testing::PrintToString(got_text.substr(0, 300));
+            }
+          }
+        }
+      }
+    }
+  }
+  return c;
 }
 
 }  // namespace strix::tok::test
