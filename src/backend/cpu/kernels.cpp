@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -12,12 +13,45 @@ namespace strix::cpu {
 
 namespace {
 
+// The tile as a loop over vec_dot, for every type whose level has no GEMM
+// kernel. One function per type (vec_dot fixed at compile time through the
+// table index) so the loop calls a known pointer.
+template <int kIsa, int kType>
+void gemm_by_vec_dot(int n, const void* x, size_t bx, int nr, const void* y, size_t by, int nc, float* s,
+                     size_t bs) {
+  const VecDotFn dot = cpu_kernels_for(static_cast<CpuIsa>(kIsa)).vec_dot[kType];
+  const auto* xb = static_cast<const uint8_t*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  for (int c = 0; c < nc; ++c) {
+    for (int r = 0; r < nr; ++r) dot(n, s + c * bs + r, xb + r * bx, yb + c * by);
+  }
+}
+
+template <int kIsa, int... kTypes>
+void fill_gemm_fallbacks(CpuKernels& k, std::integer_sequence<int, kTypes...>) {
+  ((k.gemm[kTypes] = (k.gemm[kTypes] == nullptr && k.vec_dot[kTypes] != nullptr) ? &gemm_by_vec_dot<kIsa, kTypes>
+                                                                                  : k.gemm[kTypes]),
+   ...);
+}
+
 CpuKernels build(CpuIsa isa) {
   CpuKernels k;
   detail::fill_scalar(k);
   if (isa >= CpuIsa::kAvx2) detail::fill_avx2(k);
   if (isa >= CpuIsa::kAvx512) detail::fill_avx512(k);
   k.isa = isa;
+  constexpr auto kTypes = std::make_integer_sequence<int, static_cast<int>(kGgmlTypeCount)>{};
+  switch (isa) {
+    case CpuIsa::kScalar:
+      fill_gemm_fallbacks<0>(k, kTypes);
+      break;
+    case CpuIsa::kAvx2:
+      fill_gemm_fallbacks<1>(k, kTypes);
+      break;
+    case CpuIsa::kAvx512:
+      fill_gemm_fallbacks<2>(k, kTypes);
+      break;
+  }
   return k;
 }
 

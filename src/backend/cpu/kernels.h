@@ -2,8 +2,9 @@
 // llama.cpp's semantics, chosen once at run time from cpu_features().
 //
 // A weight row of type W is multiplied with an activation row quantized to
-// vec_dot_type[W] (as ggml-cpu pairs them: Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4,
-// Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and IQ4_XS, F16 for F16).
+// vec_dot_type[W] (as ggml-cpu pairs them: F32 for F32, F16 for F16, BF16 for BF16,
+// Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4/NVFP4/Q1_0/Q2_0, Q8_1 for Q4_1/Q5_1, Q8_K
+// for the K-quants, the IQ1/IQ2/IQ3/IQ4_XS grid types and TQ1_0/TQ2_0).
 //
 // Levels: scalar (kernels_scalar.cpp, the reference), avx2 (kernels_avx2.cpp),
 // avx512 (kernels_avx512.cpp). A level starts from the table of the level below
@@ -23,6 +24,14 @@ namespace strix::cpu {
 using VecDotFn = void (*)(int n, float* s, const void* x, const void* y);
 // Quantize k floats (a multiple of the block size) into an activation row.
 using QuantizeActFn = void (*)(const float* x, void* y, int64_t k);
+// A tile of a matrix product, for prefill and batched decode:
+//   s[c * bs + r] = dot(x + r * bx, y + c * by)   for r < nr, c < nc
+// x: nr weight rows of the table's type, bx bytes apart; y: nc activation rows
+// of vec_dot_type, by bytes apart; s: floats, bs floats between columns. Any
+// nr, nc >= 1 (the kernel tiles internally, reusing loaded rows across the
+// tile). Each s entry equals what vec_dot computes up to float summation order.
+using GemmFn = void (*)(int n, const void* x, size_t bx, int nr, const void* y, size_t by, int nc, float* s,
+                        size_t bs);
 
 enum class CpuIsa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
@@ -32,7 +41,8 @@ struct CpuKernels {
   CpuIsa isa = CpuIsa::kScalar;
   VecDotFn vec_dot[kGgmlTypeCount] = {};            // by weight type; nullptr: not supported
   GgmlType vec_dot_type[kGgmlTypeCount] = {};       // by weight type
-  QuantizeActFn quantize_act[kGgmlTypeCount] = {};  // by activation type (Q8_0, Q8_1, Q8_K, F16)
+  QuantizeActFn quantize_act[kGgmlTypeCount] = {};  // by activation type (Q8_0, Q8_1, Q8_K, F16, BF16; F32 = none)
+  GemmFn gemm[kGgmlTypeCount] = {};  // by weight type; where a level has none, a loop over vec_dot
 };
 
 // The best level this CPU runs, or the one STRIX_ISA names (read once).

@@ -1,8 +1,12 @@
 // AVX2 + FMA + F16C level: the shared x86 SIMD kernels compiled for AVX2.
+#include "backend/cpu/gemm_x86_simd.h"
 #include "backend/cpu/kernels_x86_simd.h"
 
 namespace strix::cpu::detail {
 
-void fill_avx2(CpuKernels& k) { fill_x86_simd(k); }
+void fill_avx2(CpuKernels& k) {
+  fill_x86_simd(k);
+  fill_x86_gemm(k);
+}
 
 }  // namespace strix::cpu::detail

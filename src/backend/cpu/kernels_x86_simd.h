@@ -24,11 +24,14 @@
 
 #include "backend/cpu/kernel_blocks.h"
 #include "backend/cpu/kernels.h"
+#include "core/cpu_features.h"
 #include "quant/iq_grids.h"
 
 namespace strix::cpu {
 namespace {
 
+using quant::BlockQ2_K;
+using quant::BlockQ3_K;
 using quant::BlockQ4_0;
 using quant::BlockQ4_1;
 using quant::BlockQ4_K;
@@ -81,14 +84,23 @@ inline __m256i madd_acc(__m256i acc, __m256i a, __m256i b) {
 #endif
 }
 
+// acc + i32x8 sums of groups of four u8 * s8 products (same bound on `u` as dot_u8s8).
+inline __m256i dot_u8s8_acc(__m256i acc, __m256i u, __m256i s) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  return _mm256_dpbusd_epi32(acc, u, s);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+#endif
+}
+
 // i32x8 sums of groups of four s8 * s8 products (|x| moved onto y's sign).
 inline __m256i dot_s8s8(__m256i x, __m256i y) { return dot_u8s8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)); }
 
 // 16 bytes of packed nibbles -> 32 bytes: low nibbles first, then high ones.
+// (The bytes are loaded into both 128-bit lanes, the upper lane shifted by 4.)
 inline __m256i unpack_nibbles(const uint8_t* p) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
-  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+  const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
@@ -111,14 +123,82 @@ inline float accumulate_blocks(int nb, Step step) {
   return hsum_f32x8(_mm256_add_ps(acc0, acc1));
 }
 
+// Lane j of the result: the sum of the eight lanes of p[j].
+inline __m256i lane_sums8(const __m256i p[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]);
+  const __m256i h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]);
+  const __m256i h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23);  // per 128-bit lane: half-sums of p0..p3
+  const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20), _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+// Four halves at a stride of `stride` bytes, packed low to high.
+inline uint64_t gather_halves4(const uint8_t* p, size_t stride) {
+  uint16_t h[4];
+  for (int j = 0; j < 4; ++j) std::memcpy(&h[j], p + j * stride, 2);
+  return static_cast<uint64_t>(h[0]) | (static_cast<uint64_t>(h[1]) << 16) | (static_cast<uint64_t>(h[2]) << 32) |
+         (static_cast<uint64_t>(h[3]) << 48);
+}
+
+// The 8 halves of 8 consecutive blocks (the half at the start of each block) as floats.
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+// The low 128 bits (GCC 12's _mm512_castsi512_si128 trips -Wmaybe-uninitialized).
+inline __m128i low128(__m512i v) {
+  return reinterpret_cast<__m128i>(
+      __builtin_shufflevector(reinterpret_cast<__v8di>(v), reinterpret_cast<__v8di>(v), 0, 1));
+}
+#endif
+
+// The 128-bit vector of the halves at the start of 8 consecutive blocks of `b`.
+template <typename Block>
+inline __m128i block_halves8_bits(const Block* b) {
+  const auto* p = reinterpret_cast<const uint8_t*>(b);
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+  // Two word permutes of 128 bytes each: blocks 0..3 from the first 128 bytes,
+  // blocks 4..7 from the last 128 bytes that still lie within the 8 blocks.
+  constexpr int kS = static_cast<int>(sizeof(Block));
+  constexpr int kOff = 4 * kS + 128 <= 8 * kS ? 4 * kS : 8 * kS - 128;
+  if constexpr (kS % 2 == 0 && 8 * kS >= 128 && 7 * kS / 2 < 64) {  // all eight in the first 128 bytes
+    alignas(64) static constexpr uint16_t kIdx[32] = {0,      kS / 2,     kS,     3 * kS / 2,
+                                                      2 * kS, 5 * kS / 2, 3 * kS, 7 * kS / 2};
+    return low128(
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(p), _mm512_load_si512(kIdx), _mm512_loadu_si512(p + 64)));
+  } else if constexpr (kS % 2 == 0 && 8 * kS >= 128 && 3 * kS / 2 < 64 && (7 * kS - kOff) / 2 < 64) {
+    alignas(64) static constexpr uint16_t kIdx0[32] = {0, kS / 2, kS, 3 * kS / 2};
+    alignas(64) static constexpr uint16_t kIdx1[32] = {(4 * kS - kOff) / 2, (5 * kS - kOff) / 2, (6 * kS - kOff) / 2,
+                                                       (7 * kS - kOff) / 2};
+    auto four = [](const uint8_t* q, const uint16_t* idx) {
+      return low128(
+          _mm512_permutex2var_epi16(_mm512_loadu_si512(q), _mm512_load_si512(idx), _mm512_loadu_si512(q + 64)));
+    };
+    return _mm_unpacklo_epi64(four(p, kIdx0), four(p + kOff, kIdx1));
+  }
+#endif
+  return _mm_set_epi64x(static_cast<int64_t>(gather_halves4(p + 4 * sizeof(Block), sizeof(Block))),
+                        static_cast<int64_t>(gather_halves4(p, sizeof(Block))));
+}
+
+template <typename Block>
+inline __m256 block_halves8(const Block* b) {
+  return _mm256_cvtph_ps(block_halves8_bits(b));
+}
 // Blocks whose scale is a leading half `d` (Q8_0, Q4_0, Q5_0, IQ4_NL) against
-// Q8_0: sum_b dx_b * dy_b * products_b. Blocks go in pairs: one conversion of
-// the four halves, two independent FMA chains.
+// Q8_0: sum_b dx_b * dy_b * products_b. Eight blocks at a time: their integer
+// products reduced to one lane each, one conversion of the 16 halves, one FMA.
+// The rest in pairs: one conversion of the four halves, two FMA chains.
 template <typename Block, typename Products>
 inline float sum_scaled_blocks(int nb, const Block* x, const BlockQ8_0* y, Products products) {
   __m256 acc0 = _mm256_setzero_ps();
   __m256 acc1 = _mm256_setzero_ps();
   int ib = 0;
+  for (; ib + 8 <= nb; ib += 8) {
+    __m256i p[8];
+    for (int j = 0; j < 8; ++j) p[j] = products(ib + j);
+    const __m256 d = _mm256_mul_ps(block_halves8(x + ib), block_halves8(y + ib));
+    acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane_sums8(p)), acc0);
+  }
   for (; ib + 1 < nb; ib += 2) {
     const uint64_t h = static_cast<uint64_t>(x[ib].d) | (static_cast<uint64_t>(x[ib + 1].d) << 16) |
                        (static_cast<uint64_t>(y[ib].d) << 32) | (static_cast<uint64_t>(y[ib + 1].d) << 48);
@@ -133,33 +213,45 @@ inline float sum_scaled_blocks(int nb, const Block* x, const BlockQ8_0* y, Produ
   return hsum_f32x8(_mm256_add_ps(acc0, acc1));
 }
 
+// Q8_0 in ggml-cpu's exact float order (one 8-lane FMA chain, block by
+// block, then hsum): libllama runs Q8_0 through this order both in decode
+// (vec_dot) and in prefill (tinyBLAS_Q0), so matching it makes Strix's Q8_0
+// logits bit-identical. Two rows at a time would change nothing per row.
 void simd_dot_q8_0_q8_0(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const BlockQ8_0*>(vx);
   const auto* y = static_cast<const BlockQ8_0*>(vy);
-  *s = sum_scaled_blocks(n / 32, x, y, [&](int ib) {
-    const __m256i p = dot_s8s8(load256(x[ib].qs), load256(y[ib].qs));
-    return p;
-  });
+  __m256 acc = _mm256_setzero_ps();
+  const int nb = n / 32;
+  for (int ib = 0; ib < nb; ++ib) {
+    const __m256 d = _mm256_set1_ps(fp16_scalar(x[ib].d) * fp16_scalar(y[ib].d));
+    const __m256 q = _mm256_cvtepi32_ps(dot_s8s8(load256(x[ib].qs), load256(y[ib].qs)));
+    acc = _mm256_fmadd_ps(d, q, acc);
+  }
+  *s = hsum_f32x8(acc);
 }
 
 void simd_dot_q4_0_q8_0(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const BlockQ4_0*>(vx);
   const auto* y = static_cast<const BlockQ8_0*>(vy);
   const __m256i eight = _mm256_set1_epi8(8);
+  // (nibble - 8) . q8 = nibble . q8 - 8 * sum(q8): unsigned x signed, no sign tricks
   *s = sum_scaled_blocks(n / 32, x, y, [&](int ib) {
-    const __m256i q = _mm256_sub_epi8(unpack_nibbles(x[ib].qs), eight);  // [-8, 7]
-    const __m256i p = dot_s8s8(q, load256(y[ib].qs));
-    return p;
+    const __m256i q8 = load256(y[ib].qs);
+    const __m256i nib = unpack_nibbles(x[ib].qs);
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_sub_epi32(dot_u8s8(nib, q8), dot_u8s8(eight, q8));
+#else
+    const __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(nib, q8), _mm256_maddubs_epi16(eight, q8));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+#endif
   });
 }
 
 // 32 bits -> 32 bytes: byte j is 0xFF when bit j is set, else 0.
 inline __m256i bytes_from_bits(const uint8_t bits[4]) {
-  uint32_t w;
-  std::memcpy(&w, bits, 4);
   // byte j takes source byte j / 8, then tests its bit j % 8
   const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(w)),
+      _mm256_broadcastd_epi32(_mm_loadu_si32(bits)),
       _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
@@ -454,6 +546,584 @@ void simd_dot_f16_f16(int n, float* s, const void* vx, const void* vy) {
   *s = static_cast<float>(sum);
 }
 
+// ---------------------------------------------------------------- F32, BF16
+
+// ggml's x86 layout: four accumulators of 8 lanes with FMA, reduced pairwise;
+// a tail shorter than 32 is added in float.
+void simd_dot_f32_f32(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const float*>(vx);
+  const auto* y = static_cast<const float*>(vy);
+  const int np = n & ~31;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < np; i += 32) {
+    for (int j = 0; j < 4; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * j), _mm256_loadu_ps(y + i + 8 * j), acc[j]);
+    }
+  }
+  float sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+  for (int i = np; i < n; ++i) sum += x[i] * y[i];
+  *s = sum;
+}
+
+// BF16 x BF16: the products are exact in float (8-bit significands), so only
+// the summation order differs from ggml. 16 elements per 256-bit load: the
+// even elements shifted up, the odd ones masked in place.
+void simd_dot_bf16_bf16(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const uint16_t*>(vx);
+  const auto* y = static_cast<const uint16_t*>(vy);
+  const __m256i hi_mask = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  auto even = [](__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); };
+  auto odd = [&](__m256i v) { return _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)); };
+  const int np = n & ~31;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < np; i += 32) {
+    const __m256i x0 = load256(x + i), y0 = load256(y + i);
+    const __m256i x1 = load256(x + i + 16), y1 = load256(y + i + 16);
+    acc[0] = _mm256_fmadd_ps(even(x0), even(y0), acc[0]);
+    acc[1] = _mm256_fmadd_ps(odd(x0), odd(y0), acc[1]);
+    acc[2] = _mm256_fmadd_ps(even(x1), even(y1), acc[2]);
+    acc[3] = _mm256_fmadd_ps(odd(x1), odd(y1), acc[3]);
+  }
+  double sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+  for (int i = np; i < n; ++i) sum += static_cast<double>(bf16_to_fp32(x[i]) * bf16_to_fp32(y[i]));
+  *s = static_cast<float>(sum);
+}
+
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+// BF16 x BF16 with AVX512-BF16's pair dot products (what ggml's zen4 build
+// uses): inputs and results denormal-flushed like it. Only chosen at run time
+// when the CPU has AVX512-BF16 (the avx512 level does not require it).
+void simd_dot_bf16_bf16_dp(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const uint16_t*>(vx);
+  const auto* y = static_cast<const uint16_t*>(vy);
+  const int np = n & ~63;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < np; i += 64) {
+    for (int j = 0; j < 4; ++j) {
+      acc[j] = _mm256_dpbf16_ps(acc[j], (__m256bh)load256(x + i + 16 * j), (__m256bh)load256(y + i + 16 * j));
+    }
+  }
+  double sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+  for (int i = np; i < n; ++i) sum += static_cast<double>(bf16_to_fp32(x[i]) * bf16_to_fp32(y[i]));
+  *s = static_cast<float>(sum);
+}
+#endif
+
+// fp32 -> bf16, round to nearest even, NaN made quiet (quant::fp32_to_bf16).
+void simd_quantize_bf16(const float* x, void* vy, int64_t k) {
+  auto* y = static_cast<uint16_t*>(vy);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i bias = _mm256_set1_epi32(0x7fff);
+  const __m256i one = _mm256_set1_epi32(1);
+  auto convert8 = [&](const float* p) {
+    const __m256i u = _mm256_castps_si256(_mm256_loadu_ps(p));
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    const __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one))), 16);
+    const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(64));
+    return _mm256_blendv_epi8(rounded, quiet, is_nan);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m256i packed = _mm256_packus_epi32(convert8(x + i), convert8(x + i + 8));  // lanes interleaved
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_permute4x64_epi64(packed, 0xD8));
+  }
+  for (; i < k; ++i) y[i] = fp32_to_bf16(x[i]);
+}
+
+// ---------------------------------------------------------------- Q2_K, Q3_K
+
+void simd_dot_q2_K_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockQ2_K*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const __m256i mask2 = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  __m256 acc_m = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = y[i].d * fp16_scalar(x[i].d);
+    const float dmin = -y[i].d * fp16_scalar(x[i].dmin);
+    const __m128i sc_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc_bytes, 4), _mm_set1_epi8(0x0F)));
+    acc_m =
+        _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_madd_epi16(load256(y[i].bsums), mins)), acc_m);
+    const __m128i scales = _mm_and_si128(sc_bytes, _mm_set1_epi8(0x0F));
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 2; ++c) {  // 128 elements: 32 bytes, four 2-bit planes
+      const __m256i sc8 =
+          _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16((c ? _mm_unpackhi_epi64(scales, scales) : scales)));
+      const __m256i bits = load256(x[i].qs + 32 * c);
+      for (int j = 0; j < 4; ++j) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), mask2);
+        const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 128 * c + 32 * j));
+        sumi[j & 1] = madd_acc(sumi[j & 1], p, broadcast_word_pair(sc8, 2 * j));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = hsum_f32x8(_mm256_add_ps(acc, acc_m));
+}
+
+// Q3_K's 16 six-bit scales minus 32, as int8 (unpack_q3_k_scales, in registers:
+// a round trip through memory costs a store-forwarding stall per block).
+inline __m128i q3_k_scales(const uint8_t packed[12]) {
+  const __m128i lo = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(packed));  // low nibbles of 0..7, 8..15
+  uint32_t c;
+  std::memcpy(&c, packed + 8, 4);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i low = _mm_unpacklo_epi64(_mm_and_si128(lo, m4), _mm_and_si128(_mm_srli_epi16(lo, 4), m4));
+  // scale j: top bits (c byte j % 4) >> (2 * (j / 4)); dword k of the vector holds c >> 2k
+  const __m128i hi =
+      _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(static_cast<int>(c)), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+void simd_dot_q3_K_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockQ3_K*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const __m256i mask2 = _mm256_set1_epi8(3);
+  const __m256i four = _mm256_set1_epi8(4);
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    const __m128i sc_bytes = q3_k_scales(x[i].scales);
+    // values are u - 4 with u in [0, 7]: sum sc * (u . q8) - 4 * sum sc * bsum
+    const __m256i hm = load256(x[i].hmask);
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 2; ++c) {
+      const __m256i sc8 =
+          _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(c ? _mm_unpackhi_epi64(sc_bytes, sc_bytes) : sc_bytes));
+      const __m256i bits = load256(x[i].qs + 32 * c);
+      for (int j = 0; j < 4; ++j) {
+        const int g = 4 * c + j;
+        // bit g of hm moved to bit 2: (hm << (2 - g)) or (hm >> (g - 2)), masked
+        const __m256i hb = g <= 2 ? _mm256_slli_epi16(hm, 2 - g) : _mm256_srli_epi16(hm, g - 2);
+        const __m256i q =
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), mask2), _mm256_and_si256(hb, four));
+        const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 32 * g));
+        sumi[j & 1] = madd_acc(sumi[j & 1], p, broadcast_word_pair(sc8, 2 * j));
+      }
+    }
+    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(y[i].bsums), _mm256_cvtepi8_epi16(sc_bytes)), 2);
+    const __m256i total = _mm256_sub_epi32(_mm256_add_epi32(sumi[0], sumi[1]), offset);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(total), acc);
+  }
+  *s = hsum_f32x8(acc);
+}
+
+// ---------------------------------------------------------------- IQ2 / IQ3 / IQ1
+
+// Four 8-byte grid rows (or sign masks) into one vector, row 0 lowest.
+inline __m256i rows4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return _mm256_setr_epi64x(static_cast<int64_t>(a), static_cast<int64_t>(b), static_cast<int64_t>(c),
+                            static_cast<int64_t>(d));
+}
+
+// q8 with the elements whose mask byte is 0xFF negated.
+inline __m256i apply_signs(__m256i q8, __m256i neg_mask) {
+  return _mm256_sign_epi8(q8, _mm256_or_si256(neg_mask, _mm256_set1_epi8(1)));
+}
+
+// One 16-bit value in the low 128-bit lane, another in the high one.
+inline __m256i lane_words(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)), _mm_set1_epi16(static_cast<int16_t>(lo)));
+}
+
+void simd_dot_iq2_xxs_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq2Xxs*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint64_t* grid = quant::iq2xxs_grid;
+  const uint64_t* sm = kIq2SignMasks.v;
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      uint32_t aux[2];
+      std::memcpy(aux, x[i].qs + 4 * ib, 8);
+      const uint32_t g = aux[0], sg = aux[1];
+      const __m256i q = rows4(grid[g & 0xFF], grid[(g >> 8) & 0xFF], grid[(g >> 16) & 0xFF], grid[g >> 24]);
+      const __m256i neg = rows4(sm[sg & 127], sm[(sg >> 7) & 127], sm[(sg >> 14) & 127], sm[(sg >> 21) & 127]);
+      const __m256i p = _mm256_maddubs_epi16(q, apply_signs(load256(y[i].qs + 32 * ib), neg));
+      return madd_acc(acc_i, p, _mm256_set1_epi16(static_cast<int16_t>(2 * (sg >> 28) + 1)));
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = 0.125f * hsum_f32x8(acc);
+}
+
+// IQ2_XS / IQ2_S: the 16 four-bit scales of a block as 2 * s + 1, i16, in the
+// order (low nibble, high nibble) per byte; half c (sub-blocks 4c..4c+3) in both lanes.
+inline void iq2_scale_words(const uint8_t scales[8], __m256i out[2]) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales));
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(b, m4), _mm_and_si128(_mm_srli_epi16(b, 4), m4));
+  const __m128i odd = _mm_add_epi8(_mm_add_epi8(nib, nib), _mm_set1_epi8(1));
+  out[0] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(odd));
+  out[1] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_unpackhi_epi64(odd, odd)));
+}
+
+void simd_dot_iq2_xs_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq2Xs*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint64_t* grid = quant::iq2xs_grid;
+  const uint64_t* sm = kIq2SignMasks.v;
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    __m256i ls8[2];
+    iq2_scale_words(x[i].scales, ls8);
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      const uint16_t* q2 = x[i].qs + 4 * ib;
+      const __m256i q = rows4(grid[q2[0] & 511], grid[q2[1] & 511], grid[q2[2] & 511], grid[q2[3] & 511]);
+      const __m256i neg = rows4(sm[q2[0] >> 9], sm[q2[1] >> 9], sm[q2[2] >> 9], sm[q2[3] >> 9]);
+      const __m256i p = _mm256_maddubs_epi16(q, apply_signs(load256(y[i].qs + 32 * ib), neg));
+      return madd_acc(acc_i, p, broadcast_word_pair(ls8[ib / 4], 2 * (ib % 4)));
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = 0.125f * hsum_f32x8(acc);
+}
+
+void simd_dot_iq2_s_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq2S*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint64_t* grid = quant::iq2s_grid;
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    __m256i ls8[2];
+    iq2_scale_words(x[i].scales, ls8);
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      const uint8_t* qs = x[i].qs + 4 * ib;
+      const int qh = x[i].qh[ib];
+      const __m256i q = rows4(grid[qs[0] | ((qh << 8) & 0x300)], grid[qs[1] | ((qh << 6) & 0x300)],
+                              grid[qs[2] | ((qh << 4) & 0x300)], grid[qs[3] | ((qh << 2) & 0x300)]);
+      const __m256i neg = bytes_from_bits(x[i].qs + 32 + 4 * ib);
+      const __m256i p = _mm256_maddubs_epi16(q, apply_signs(load256(y[i].qs + 32 * ib), neg));
+      return madd_acc(acc_i, p, broadcast_word_pair(ls8[ib / 4], 2 * (ib % 4)));
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = 0.125f * hsum_f32x8(acc);
+}
+
+void simd_dot_iq3_xxs_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq3Xxs*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint32_t* grid = quant::iq3xxs_grid;
+  const uint64_t* sm = kIq2SignMasks.v;
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      const uint8_t* q3 = x[i].qs + 8 * ib;
+      uint32_t sg;
+      std::memcpy(&sg, x[i].qs + 64 + 4 * ib, 4);
+      const __m256i q =
+          _mm256_setr_epi32(static_cast<int>(grid[q3[0]]), static_cast<int>(grid[q3[1]]), static_cast<int>(grid[q3[2]]),
+                            static_cast<int>(grid[q3[3]]), static_cast<int>(grid[q3[4]]), static_cast<int>(grid[q3[5]]),
+                            static_cast<int>(grid[q3[6]]), static_cast<int>(grid[q3[7]]));
+      const __m256i neg = rows4(sm[sg & 127], sm[(sg >> 7) & 127], sm[(sg >> 14) & 127], sm[(sg >> 21) & 127]);
+      const __m256i p = _mm256_maddubs_epi16(q, apply_signs(load256(y[i].qs + 32 * ib), neg));
+      return madd_acc(acc_i, p, _mm256_set1_epi16(static_cast<int16_t>(2 * (sg >> 28) + 1)));
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = 0.25f * hsum_f32x8(acc);
+}
+
+void simd_dot_iq3_s_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq3S*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint32_t* grid = quant::iq3s_grid;
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      const uint8_t* qs = x[i].qs + 8 * ib;
+      const int qh = x[i].qh[ib];
+      auto idx = [&](int j) { return static_cast<int>(grid[qs[j] | ((qh << (8 - j)) & 256)]); };
+      const __m256i q = _mm256_setr_epi32(idx(0), idx(1), idx(2), idx(3), idx(4), idx(5), idx(6), idx(7));
+      const __m256i neg = bytes_from_bits(x[i].signs + 4 * ib);
+      const __m256i p = _mm256_maddubs_epi16(q, apply_signs(load256(y[i].qs + 32 * ib), neg));
+      const int ls = 2 * ((x[i].scales[ib / 2] >> (4 * (ib % 2))) & 0xF) + 1;
+      return madd_acc(acc_i, p, _mm256_set1_epi16(static_cast<int16_t>(ls)));
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+  }
+  *s = hsum_f32x8(acc);
+}
+
+void simd_dot_iq1_s_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq1S*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint64_t* grid = quant::iq1s_grid;
+  const __m256i ones = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  float acc_delta = 0;
+  for (int i = 0; i < n / 256; ++i) {
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    int sumi1 = 0;
+    // two sub-blocks per step, one accumulator each (kept in registers)
+    auto step = [&](int ib, __m256i acc_i) {
+      const uint8_t* qs = x[i].qs + 4 * ib;
+      const int qh = x[i].qh[ib];
+      const __m256i g = rows4(grid[qs[0] | ((qh << 8) & 0x700)], grid[qs[1] | ((qh << 5) & 0x700)],
+                              grid[qs[2] | ((qh << 2) & 0x700)], grid[qs[3] | ((qh >> 1) & 0x700)]);
+      // grid values are -1, 0, +1: sign() multiplies by them
+      const __m256i p = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(load256(y[i].qs + 32 * ib), g));
+      const int ls = 2 * ((qh >> 12) & 7) + 1;
+      const __m256i r = madd_acc(acc_i, p, _mm256_set1_epi16(static_cast<int16_t>(ls)));
+      const int delta = qh & 0x8000 ? -1 : 1;
+      sumi1 += ls * delta * (y[i].bsums[2 * ib] + y[i].bsums[2 * ib + 1]);
+      return r;
+    };
+    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+    for (int ib = 0; ib < 8; ib += 2) {
+      sumi[0] = step(ib, sumi[0]);
+      sumi[1] = step(ib + 1, sumi[1]);
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
+    acc_delta += d * static_cast<float>(sumi1);
+  }
+  *s = hsum_f32x8(acc) + 0.125f * acc_delta;
+}
+
+void simd_dot_iq1_m_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockIq1M*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const uint64_t* grid = quant::iq1s_grid;
+  const __m256i ones = _mm256_set1_epi8(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    uint16_t sc[4];
+    std::memcpy(sc, x[i].scales, 8);
+    const uint16_t scale =
+        static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00f0) | ((sc[2] >> 4) & 0x0f00) | (sc[3] & 0xf000));
+    const float d = fp16_scalar(scale) * y[i].d;
+    // the 16 three-bit scales as 2 * s + 1, i16: half c (sub-blocks 4c..4c+3) takes scale
+    // words 2c, 2c + 1, fields at bits 0, 3, 6, 9 (ls1, ls2 of an even sub-block, then the odd one)
+    const __m128i words = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[i].scales));
+    __m256i ls8[2];
+    for (int c = 0; c < 2; ++c) {
+      const __m128i rep = _mm_shuffle_epi8(words, c ? _mm_setr_epi8(4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7)
+                                                    : _mm_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3));
+      // field at bit k: (w << (9 - k)) >> 9, masked to 3 bits
+      const __m128i f = _mm_and_si128(
+          _mm_srli_epi16(_mm_mullo_epi16(rep, _mm_setr_epi16(512, 64, 8, 1, 512, 64, 8, 1)), 9), _mm_set1_epi16(7));
+      ls8[c] = _mm256_broadcastsi128_si256(_mm_add_epi16(_mm_add_epi16(f, f), _mm_set1_epi16(1)));
+    }
+    __m256i sum1 = _mm256_setzero_si256();
+    __m256i sum2 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int ib = 0; ib < 8; ++ib) {
+      const uint8_t* qs = x[i].qs + 4 * ib;
+      const int h0 = x[i].qh[2 * ib], h1 = x[i].qh[2 * ib + 1];
+      const __m256i g = rows4(grid[qs[0] | ((h0 << 8) & 0x700)], grid[qs[1] | ((h0 << 4) & 0x700)],
+                              grid[qs[2] | ((h1 << 8) & 0x700)], grid[qs[3] | ((h1 << 4) & 0x700)]);
+      const int di = ((h0 >> 3) & 1) | ((h0 >> 6) & 2) | ((h1 >> 1) & 4) | ((h1 >> 4) & 8);
+      const __m256i delta = load256(kIq1mDeltas.v[di]);  // -1 / +1 bytes
+      const __m256i q8 = load256(y[i].qs + 32 * ib);
+      const __m256i p1 = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(q8, g));
+      const __m256i p2 = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(q8, delta));
+      const __m256i ls = broadcast_word_pair(ls8[ib / 4], 2 * (ib % 4));  // ls1 low lane, ls2 high
+      sum1 = madd_acc(sum1, p1, ls);
+      sum2 = madd_acc(sum2, p2, ls);
+    }
+    const __m256 f = _mm256_fmadd_ps(_mm256_set1_ps(0.125f), _mm256_cvtepi32_ps(sum2), _mm256_cvtepi32_ps(sum1));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), f, acc);
+  }
+  *s = hsum_f32x8(acc);
+}
+
+// ---------------------------------------------------------------- ternary, FP4, low-bit
+
+// i32x8 lanes summing to -sum(q8) of a Q8_K block (from its 16 bsums).
+inline __m256i neg_q8_sum(const BlockQ8_K& b) { return _mm256_madd_epi16(load256(b.bsums), _mm256_set1_epi16(-1)); }
+
+void simd_dot_tq2_0_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockTq2_0*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  const __m256i mask2 = _mm256_set1_epi8(3);
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    __m256i sumi = neg_q8_sum(y[i]);  // codes are value + 1
+    for (int c = 0; c < 2; ++c) {
+      const __m256i bits = load256(x[i].qs + 32 * c);
+      for (int l = 0; l < 4; ++l) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * l), mask2);
+        sumi = dot_u8s8_acc(sumi, q, load256(y[i].qs + 128 * c + 32 * l));
+      }
+    }
+    const float d = y[i].d * fp16_scalar(x[i].d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  *s = hsum_f32x8(acc);
+}
+
+// The top trit of each byte of (bytes * mult) mod 256, i.e. ((b * mult mod 256) * 3) >> 8,
+// with `mult` one 16-bit value per byte pair.
+inline __m256i tq1_trits(__m256i bytes, __m256i mult) {
+  const __m256i lo_mask = _mm256_set1_epi16(0x00FF);
+  const __m256i prod_lo = _mm256_mullo_epi16(bytes, mult);                                // low byte right
+  const __m256i prod_hi = _mm256_mullo_epi16(_mm256_andnot_si256(lo_mask, bytes), mult);  // high byte right
+  const __m256i three = _mm256_set1_epi16(3);
+  const __m256i t_lo = _mm256_mulhi_epu16(_mm256_slli_epi16(prod_lo, 8), three);  // in the low byte
+  const __m256i t_hi = _mm256_mulhi_epu16(_mm256_andnot_si256(lo_mask, prod_hi), three);
+  return _mm256_or_si256(t_lo, _mm256_slli_epi16(t_hi, 8));
+}
+
+void simd_dot_tq1_0_q8_K(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockTq1_0*>(vx);
+  const auto* y = static_cast<const BlockQ8_K*>(vy);
+  __m256 acc = _mm256_setzero_ps();
+  for (int i = 0; i < n / 256; ++i) {
+    const int8_t* q8 = y[i].qs;
+    __m256i sumi = neg_q8_sum(y[i]);  // trits are value + 1
+    const __m256i a = load256(x[i].qs);
+    const int pow3[5] = {1, 3, 9, 27, 81};
+    for (int l = 0; l < 5; ++l) {
+      const __m256i t = tq1_trits(a, _mm256_set1_epi16(static_cast<int16_t>(pow3[l])));
+      sumi = dot_u8s8_acc(sumi, t, load256(q8 + 32 * l));
+    }
+    // bytes 32..47 (16 elements per trit) two trits per vector; the last pairs
+    // trit 4 with the four trits of qh (4 elements each)
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 32)));
+    uint32_t qh;
+    std::memcpy(&qh, x[i].qh, 4);
+    const __m256i last = _mm256_set_m128i(_mm_set1_epi32(static_cast<int>(qh)), _mm256_castsi256_si128(b));
+    const __m256i v[3] = {b, b, last};
+    const __m256i mult[3] = {lane_words(1, 3), lane_words(9, 27),
+                             _mm256_set_m128i(_mm_setr_epi16(1, 1, 3, 3, 9, 9, 27, 27), _mm_set1_epi16(81))};
+    for (int k = 0; k < 3; ++k) {
+      sumi = dot_u8s8_acc(sumi, tq1_trits(v[k], mult[k]), load256(q8 + 160 + 32 * k));
+    }
+    const float d = fp16_scalar(x[i].d) * y[i].d;
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  *s = hsum_f32x8(acc);
+}
+
+void simd_dot_nvfp4_q8_0(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockNvfp4*>(vx);
+  const auto* y = static_cast<const BlockQ8_0*>(vy);
+  const __m256i table = table16(kMxfp4Doubled);
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int ib = 0; ib < n / 64; ++ib) {
+    for (int h = 0; h < 2; ++h) {  // one q8_0 block: sub-blocks 2h, 2h + 1
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[ib].qs + 16 * h));
+      const __m128i lo = _mm_and_si128(b, m4);
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), m4);
+      const __m256i idx = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+      const BlockQ8_0& yb = y[2 * ib + h];
+      const __m256i p = dot_s8s8(_mm256_shuffle_epi8(table, idx), load256(yb.qs));
+      const float dy = fp16_scalar(yb.d);
+      const __m256 d = _mm256_mul_ps(_mm256_set1_ps(dy), _mm256_set_m128(_mm_set1_ps(kUe4m3Half.v[x[ib].d[2 * h + 1]]),
+                                                                         _mm_set1_ps(kUe4m3Half.v[x[ib].d[2 * h]])));
+      if (h == 0) {
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+      } else {
+        acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc1);
+      }
+    }
+  }
+  *s = hsum_f32x8(_mm256_add_ps(acc0, acc1));
+}
+
+void simd_dot_q1_0_q8_0(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockQ1_0*>(vx);
+  const auto* y = static_cast<const BlockQ8_0*>(vy);
+  const __m256i ones = _mm256_set1_epi8(1);
+  // q1_0 block i, q8_0 block k of it: bit set -> +q8, clear -> -q8. sign() by (mask | 1)
+  // gives the opposite (set: -q8), so the sums are negated and the scales carry the sign.
+  auto products = [&](int i, int k) {
+    const __m256i flipped =
+        _mm256_sign_epi8(load256(y[4 * i + k].qs), _mm256_or_si256(bytes_from_bits(x[i].qs + 4 * k), ones));
+    return dot_u8s8(ones, flipped);
+  };
+  __m256 acc = _mm256_setzero_ps();
+  const int nb = n / 128;
+  int i = 0;
+  for (; i + 2 <= nb; i += 2) {  // 8 q8_0 blocks: their products reduced to one lane each
+    __m256i p[8];
+    for (int k = 0; k < 8; ++k) p[k] = products(i + k / 4, k % 4);
+    const __m256 dx = _mm256_set_m128(_mm_set1_ps(-fp16_scalar(x[i + 1].d)), _mm_set1_ps(-fp16_scalar(x[i].d)));
+    const __m256 d = _mm256_mul_ps(dx, block_halves8(y + 4 * i));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lane_sums8(p)), acc);
+  }
+  float sum = hsum_f32x8(acc);
+  for (; i < nb; ++i) {
+    const float d0 = -fp16_scalar(x[i].d);
+    for (int k = 0; k < 4; ++k)
+      sum += d0 * fp16_scalar(y[4 * i + k].d) * static_cast<float>(hsum_i32x8(products(i, k)));
+  }
+  *s = sum;
+}
+
+void simd_dot_q2_0_q8_0(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const BlockQ2_0*>(vx);
+  const auto* y = static_cast<const BlockQ8_0*>(vy);
+  const __m256i mask2 = _mm256_set1_epi8(3);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  for (int i = 0; i < n / 64; ++i) {
+    const float d0 = fp16_scalar(x[i].d);
+    for (int k = 0; k < 2; ++k) {
+      // byte b -> the four bytes of 32-bit lane b hold its four codes
+      const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[i].qs + 8 * k)));
+      const __m256i spread = _mm256_or_si256(_mm256_or_si256(w, _mm256_slli_epi32(w, 6)),
+                                             _mm256_or_si256(_mm256_slli_epi32(w, 12), _mm256_slli_epi32(w, 18)));
+      const __m256i q = _mm256_sub_epi8(_mm256_and_si256(spread, mask2), one);  // [-1, 2]
+      const BlockQ8_0& yb = y[2 * i + k];
+      const __m256i p = dot_s8s8(q, load256(yb.qs));
+      const __m256 d = _mm256_set1_ps(d0 * fp16_scalar(yb.d));
+      if (k) {
+        acc1 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc1);
+      } else {
+        acc0 = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc0);
+      }
+    }
+  }
+  *s = hsum_f32x8(_mm256_add_ps(acc0, acc1));
+}
+
 // ---------------------------------------------------------------- activation quantizers
 
 inline float hmax_f32x8(__m256 v) {
@@ -582,10 +1252,30 @@ inline void fill_x86_simd(CpuKernels& k) {
   set_dot(k, GgmlType::Q5_K, simd_dot_q5_K_q8_K);
   set_dot(k, GgmlType::Q6_K, simd_dot_q6_K_q8_K);
   set_dot(k, GgmlType::F16, simd_dot_f16_f16);
+  set_dot(k, GgmlType::F32, simd_dot_f32_f32);
+  set_dot(k, GgmlType::BF16, simd_dot_bf16_bf16);
+#if defined(__AVX512BF16__) && defined(__AVX512VL__)
+  if (cpu_features().avx512bf16) set_dot(k, GgmlType::BF16, simd_dot_bf16_bf16_dp);
+#endif
+  set_dot(k, GgmlType::Q2_K, simd_dot_q2_K_q8_K);
+  set_dot(k, GgmlType::Q3_K, simd_dot_q3_K_q8_K);
+  set_dot(k, GgmlType::IQ2_XXS, simd_dot_iq2_xxs_q8_K);
+  set_dot(k, GgmlType::IQ2_XS, simd_dot_iq2_xs_q8_K);
+  set_dot(k, GgmlType::IQ2_S, simd_dot_iq2_s_q8_K);
+  set_dot(k, GgmlType::IQ3_XXS, simd_dot_iq3_xxs_q8_K);
+  set_dot(k, GgmlType::IQ3_S, simd_dot_iq3_s_q8_K);
+  set_dot(k, GgmlType::IQ1_S, simd_dot_iq1_s_q8_K);
+  set_dot(k, GgmlType::IQ1_M, simd_dot_iq1_m_q8_K);
+  set_dot(k, GgmlType::TQ1_0, simd_dot_tq1_0_q8_K);
+  set_dot(k, GgmlType::TQ2_0, simd_dot_tq2_0_q8_K);
+  set_dot(k, GgmlType::NVFP4, simd_dot_nvfp4_q8_0);
+  set_dot(k, GgmlType::Q1_0, simd_dot_q1_0_q8_0);
+  set_dot(k, GgmlType::Q2_0, simd_dot_q2_0_q8_0);
   set_quant(k, GgmlType::Q8_0, simd_quantize_q8_0);
   set_quant(k, GgmlType::Q8_1, simd_quantize_q8_1);
   set_quant(k, GgmlType::Q8_K, simd_quantize_q8_K);
   set_quant(k, GgmlType::F16, simd_quantize_f16);
+  set_quant(k, GgmlType::BF16, simd_quantize_bf16);
 }
 
 }  // namespace
