@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs strix with the given arguments.
-# With no arguments it inspects the default model: the tiny real stories260K
-# (../shared/data/stories260K.gguf when present), else a demo model made by
+# With no arguments it completes "Once upon a time" greedily with the default
+# model: the tiny real stories260K (../shared/data/stories260K.gguf when present;
+# downloading it with -hf arrives with the CLI issue), else a demo model made by
 # `strix synth` (random weights, and it says so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,4 +16,4 @@ if [ ! -f "$model" ]; then
   echo "run.sh: stories260K not found; using a demo model with RANDOM weights ($model)" >&2
   [ -f "$model" ] || "$bin" synth --arch llama --type f32 --seed 1 -o "$model" >&2
 fi
-exec "$bin" inspect "$model"
+exec "$bin" -m "$model" -p "Once upon a time" -n 64 --temp 0

