@@ -106,7 +106,18 @@ inline float reduce16(__m256 lo, __m256 hi) {
 }
 
 float attn_dot_avx2(int n, const uint16_t* k, const uint16_t* q) {
-  if (n % 16 != 0) return detail::attn_dot_f16_vecdot_order(n, k, q);
+  if (n % 16 != 0) {
+    if (n >= 64) return detail::attn_dot_f16_vecdot_order(n, k, q);
+    // short heads: ggml_vec_dot_f16's leftover loop, float products summed in
+    // double in element order; the products come from hardware conversions
+    alignas(32) float prod[64];
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_store_ps(prod + i, _mm256_mul_ps(load_h8(k + i), load_h8(q + i)));
+    for (; i < n; ++i) prod[i] = _cvtsh_ss(k[i]) * _cvtsh_ss(q[i]);
+    double sum = 0;
+    for (int j = 0; j < n; ++j) sum += static_cast<double>(prod[j]);
+    return static_cast<float>(sum);
+  }
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int c = 0; c < n; c += 16) {
     lo = _mm256_fmadd_ps(load_h8(k + c), load_h8(q + c), lo);
