@@ -38,9 +38,10 @@ class Llama : public Arch {
     Workspace& ws = e.ws;
     const int64_t d = hp.n_embd;
     ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
+    ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(layers[0].attn_norm), hp.norm_eps);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       const Layer& L = layers[il];
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.attn_norm), hp.norm_eps);
+      // ws.cur holds attn_norm(x) here (the previous layer's residual add computed it)
       graph::self_attention(e, s, il, L.attn, attn_cfg, ws.cur, d, ws.cur, d);
       if (il == hp.n_layer - 1 && s.n_outputs < s.n_tokens) {
         // only the rows that want logits go on (llama.cpp's inp_out_ids)
@@ -48,10 +49,13 @@ class Llama : public Arch {
         ops::gather_rows(e, ws.cur, d, d, s.out_ids, s.n_outputs);
         s.n_tokens = s.n_outputs;
       }
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.ffn_norm), hp.norm_eps);
+      ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(L.ffn_norm), hp.norm_eps);
       graph::gated_ffn(e, s, L.ffn, graph::Glu::kSilu, ws.cur, d, ws.cur, d);
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
+      if (il + 1 < hp.n_layer) {
+        ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(layers[il + 1].attn_norm), hp.norm_eps);
+      } else {
+        ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
+      }
     }
     graph::lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
   }

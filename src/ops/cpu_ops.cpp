@@ -334,6 +334,26 @@ void add(Exec& e, const float* a, const float* b, float* out, int n, int64_t wid
   e.barrier();
 }
 
+void add_rms_norm(Exec& e, float* x, const float* y, float* out, int n, int64_t dim, const float* w, float eps) {
+  const auto [t0, t1] = e.range(n);
+  for (int64_t t = t0; t < t1; ++t) {
+    float* xr = x + t * dim;
+    const float* yr = y + t * dim;
+    float* o = out + t * dim;
+    for (int64_t i = 0; i < dim; ++i) xr[i] = xr[i] + yr[i];
+    double sum = 0;
+    for (int64_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+    const float mean = static_cast<float>(sum / static_cast<double>(dim));
+    const float sc = 1.0f / std::sqrt(mean + eps);
+    if (w) {
+      for (int64_t i = 0; i < dim; ++i) o[i] = (xr[i] * sc) * w[i];
+    } else {
+      for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * sc;
+    }
+  }
+  e.barrier();
+}
+
 void scale(Exec& e, float* x, float s, int n, int64_t width, int64_t stride) {
   const auto [t0, t1] = e.range(n);
   for (int64_t t = t0; t < t1; ++t) {

@@ -67,6 +67,9 @@ void geglu(Exec& e, const float* gate, int64_t gate_stride, const float* up, int
 
 // out = a + b over n rows of width (rows stride apart; may alias a).
 void add(Exec& e, const float* a, const float* b, float* out, int n, int64_t width, int64_t stride);
+// x += y, then out = rms_norm(x) (* w): the residual add and the next norm in
+// one pass and one barrier (same arithmetic as add() then rms_norm()).
+void add_rms_norm(Exec& e, float* x, const float* y, float* out, int n, int64_t dim, const float* w, float eps);
 // x *= s over n rows of width.
 void scale(Exec& e, float* x, float s, int n, int64_t width, int64_t stride);
 
