@@ -489,62 +489,6 @@ struct TileQ45KT {
 };
 #endif  // STRIX_GEMM_VNNI
 
-// ---------------------------------------------------------------- Q6_K x Q8_K
-
-// Per super-block and column: sum_g scale_g * (q6 . y)_g with q6 in [0, 63],
-// minus the -32 offset as sum_g 32 * scale_g * bsum_g, exact in int32.
-struct TileQ6K {
-  static constexpr int kBlock = 256;
-  static constexpr int kPass = kKPass;
-  using Prep = KPrep;
-  static void prepare(Prep& p, const uint8_t* y, size_t by, int nc, int b0, int nb) {
-    k_prepare(p, y, by, nc, b0, nb, false);
-  }
-
-  static constexpr int kRows = 1;
-
-  template <int NR, int NC>
-  static void tile(const KPrep& p, const uint8_t* x, size_t /*bx*/, const uint8_t* y, size_t by, int b0, int nb,
-                   float* s, size_t bs, bool add) {
-    static_assert(NR == 1);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < nb; ++i) {
-      const BlockQ6_K& xb = reinterpret_cast<const BlockQ6_K*>(x)[b0 + i];
-      const BlockQ8_K* yb[NC];
-      for (int c = 0; c < NC; ++c) yb[c] = reinterpret_cast<const BlockQ8_K*>(y + c * by) + b0 + i;
-      __m256i sumi[8];
-      {
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.scales)));
-        const __m256i neg32sc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
-        for (int c = 0; c < 8; ++c)
-          sumi[c] = c < NC ? _mm256_madd_epi16(ld(yb[c]->bsums), neg32sc) : _mm256_setzero_si256();
-      }
-      for (int h = 0; h < 2; ++h) {  // halves of 128 elements
-        const __m256i sc8 = _mm256_broadcastsi128_si256(
-            _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(xb.scales + 8 * h))));
-        const __m256i l0 = ld(xb.ql + 64 * h);
-        const __m256i l1 = ld(xb.ql + 64 * h + 32);
-        const __m256i qh = ld(xb.qh + 32 * h);
-        for (int g = 0; g < 4; ++g) {  // 32 elements: low bits from l0/l1 nibbles, high bits qh >> 2g
-          const __m256i src = (g & 1) ? l1 : l0;
-          const __m256i low = _mm256_and_si256(g >= 2 ? _mm256_srli_epi16(src, 4) : src, m4);
-          const __m256i hi2 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), m2);
-          const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(hi2, 4));
-          const __m256i scp = bcast_word_pair(sc8, 2 * g);
-          for (int c = 0; c < NC; ++c) {
-            sumi[c] = dpwssd(sumi[c], _mm256_maddubs_epi16(q, ld(yb[c]->qs + 128 * h + 32 * g)), scp);
-          }
-        }
-      }
-      const __m256 d = _mm256_mul_ps(bcast_half(xb.d), _mm256_load_ps(p.dy[i]));
-      acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(reduce8<NC>(sumi)), acc);
-    }
-    store_cols<NC>(acc, s, bs, add);
-  }
-};
-
 // ---------------------------------------------------------------- legacy x Q8_0
 
 // A 32-element weight block against a Q8_0 block: sum_b dx_b * dy_b * (w . y)_b.
@@ -555,18 +499,6 @@ struct TileQ6K {
 // plus its scale. With VNNI the tile uses u: dpbusd(-kOffset * sum(y), u, y),
 // the correction computed once per activation block. Without VNNI, u is used
 // when kSmall (u * 128 pairs fit int16 in maddubs), else |w| and sign(y, w).
-struct WQ8_0 {
-  static constexpr bool kMin = false;
-  using Block = BlockQ8_0;
-  static constexpr int kOffset = 128;
-  static constexpr bool kSmall = false;
-  __m256 scale(const Block& b) const { return bcast_half(b.d); }
-  __m256i unsigned_q(const Block& b) const {
-    return _mm256_xor_si256(ld(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
-  }
-  __m256i signed_q(const Block& b) const { return ld(b.qs); }
-};
-
 struct WQ4_0 {
   static constexpr bool kMin = false;
   using Block = BlockQ4_0;
@@ -909,12 +841,10 @@ inline void fill_x86_gemm(CpuKernels& k) {
 #else
   set_gemm(k, GgmlType::Q5_K, gemm_prepared<TileQ45K<true>, GgmlType::Q5_K>);
 #endif
-  // Q6_K and Q8_0: libllama computes them with vec_dot's float order in both
-  // decode and prefill; the vec_dot loop reproduces it bit for bit, these
-  // tiles (faster) do not, so they stay off until they sum in that order.
-  (void)&gemm_prepared<TileQ6K, GgmlType::Q6_K>;
+  // Q6_K has no tile here: libllama sums it in vec_dot's order in decode and
+  // prefill, which the vec_dot loop reproduces bit for bit. Q8_0's tile, in
+  // ggml's per-output order, is simd_gemm_q8_0 in kernels_x86_simd.h.
   set_gemm(k, GgmlType::IQ4_XS, gemm_prepared<TileIq4Xs, GgmlType::IQ4_XS>);
-  (void)&gemm_prepared<TileLegacy<WQ8_0>, GgmlType::Q8_0>;
   set_gemm(k, GgmlType::Q4_0, gemm_prepared<TileLegacy<WQ4_0>, GgmlType::Q4_0>);
   set_gemm(k, GgmlType::Q5_0, gemm_prepared<TileLegacy<WQ5_0>, GgmlType::Q5_0>);
   set_gemm(k, GgmlType::IQ4_NL, gemm_prepared<TileLegacy<WIq4Nl>, GgmlType::IQ4_NL>);
