@@ -18,7 +18,7 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: strix parity -m FILE [--tokens N] [--threads N] [--mode prefill|decode|mixed|all]\n"
-               "                    [--seed S] [--ubatch N]\n"
+               "                    [--seed S] [--ubatch N] [--trace]\n"
                "\n"
                "Run libllama (the pinned reference, from node_modules/@node-llama-cpp) and Strix on the\n"
                "same token ids; print mean and max KL(libllama || strix), max |dlogit|, top-1 agreement\n"
@@ -30,7 +30,8 @@ void usage(FILE* out) {
                "  --mode M           prefill (one batch), decode (token by token), mixed (3 sequences in\n"
                "                     ragged batches), all (default: all)\n"
                "  --seed S           picks the token ids (default 1)\n"
-               "  --ubatch N         micro-batch size of both sides (default 512)\n");
+               "  --ubatch N         micro-batch size of both sides (default 512)\n"
+               "  --trace            print each position whose KL is not 0\n");
 }
 
 }  // namespace
@@ -55,6 +56,8 @@ int cmd_parity(int argc, char** argv) {
       o.n_threads = std::stoi(next());
     } else if (a == "--mode") {
       mode = next();
+    } else if (a == "--trace") {
+      o.trace = true;
     } else if (a == "--seed") {
       o.seed = std::stoull(next());
     } else if (a == "--ubatch" || a == "-ub") {

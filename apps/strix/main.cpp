@@ -17,10 +17,14 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"run", strix::app::cmd_run, "complete a prompt (also `strix -m FILE -p TEXT ...`, as llama-completion)"},
+    {"run", strix::app::cmd_run,
+     "complete a prompt or chat, as llama-completion / llama-cli (also `strix -m FILE ...`, strix-cli, "
+     "strix-completion)"},
+    {"serve", strix::app::cmd_serve, "an OpenAI-compatible HTTP server, as llama-server (also strix-server)"},
     {"parity", strix::app::cmd_parity, "compare Strix's logits with libllama's on the same tokens"},
     {"bench", strix::app::cmd_bench, "measure pp/tg t/s as llama-bench (--compare: side by side with libllama)"},
     {"quantize", strix::app::cmd_quantize, "quantize a GGUF with the reference libllama (as llama-quantize)"},
+    {"download", strix::app::cmd_download, "fetch a model from the Hugging Face hub into its cache (as -hf)"},
     {"inspect", strix::app::cmd_inspect, "show a GGUF file's metadata and tensor table (--json)"},
     {"synth", strix::app::cmd_synth, "write a tiny synthetic model of an architecture (seeded weights)"},
     {"tokenize", strix::app::cmd_tokenize, "tokenize text with a GGUF vocabulary (like llama-tokenize)"},
@@ -44,7 +48,32 @@ int print_version(int, char**) {
   return 0;
 }
 
+// `strix-cli` / `strix-completion` (the build makes them as links to strix):
+// llama.cpp's program names, both meaning `strix run`.
+bool called_as_run_alias(const char* argv0) {
+  const char* slash = std::strrchr(argv0, '/');
+  const char* base = slash != nullptr ? slash + 1 : argv0;
+  return std::strcmp(base, "strix-cli") == 0 || std::strcmp(base, "strix-completion") == 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 1 && std::strcmp(std::strrchr(argv[0], '/') != nullptr ? std::strrchr(argv[0], '/') + 1 : argv[0],
+                                "strix-server") == 0) {
+    try {
+      return strix::app::cmd_serve(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 1 && called_as_run_alias(argv[0])) {
+    try {
+      return strix::app::cmd_run(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
   if (argc >= 2 && (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0)) {
     return print_version(argc, argv);
   }

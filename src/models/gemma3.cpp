@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "graph/blocks.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "ops/cpu_ops.h"
 
 namespace strix {
@@ -124,29 +125,18 @@ std::unique_ptr<Arch> load_gemma3(ModelLoader& ld, Hparams& hp) {
   hp.kq_scale = attn_scale;
   m->embd_scale = std::sqrt(static_cast<float>(hp.n_embd));
 
-  const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim(), hd = hp.head_dim_k;
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.optional("output.weight", {d, hp.n_vocab});
-  if (!m->output.present()) {
-    m->output = m->tok_embd;  // tied embeddings (every released Gemma 3)
-    ld.require_use(m->output, WeightUse::kMatmul);
-  }
+  const int64_t d = hp.n_embd, hd = hp.head_dim_k;
+  const EmbedHead head = load_embed_head(ld, hp);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   if (hp.n_ff <= 0) throw Refusal(path + ": missing key gemma3.feed_forward_length");
   m->layers.resize(hp.n_layer);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
-    L.attn.wq = ld.tensor(p + "attn_q.weight", {d, qd});
-    L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-    L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, d});
-    L.attn.q_norm = ld.tensor(p + "attn_q_norm.weight", {hd}, WeightUse::kVector);
-    L.attn.k_norm = ld.tensor(p + "attn_k_norm.weight", {hd}, WeightUse::kVector);
+    L.attn = load_attention(ld, p, hp, {.q_norm_dim = hd, .k_norm_dim = hd});
     L.post_attn_norm = ld.tensor(p + "post_attention_norm.weight", {d}, WeightUse::kVector);
     L.ffn_norm = ld.tensor(p + "ffn_norm.weight", {d}, WeightUse::kVector);
     L.ffn.gate = ld.tensor(p + "ffn_gate.weight", {d, hp.n_ff});

@@ -18,6 +18,7 @@
 #include "graph/blocks.h"
 #include "graph/moe.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "models/moe_common.h"
 #include "ops/cpu_ops.h"
 
@@ -94,28 +95,18 @@ std::unique_ptr<Arch> load_gpt_oss(ModelLoader& ld, Hparams& hp) {
   hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.rope.n_rot));
 
   auto m = std::make_unique<GptOss>();
-  const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.tensor("output.weight", {d, hp.n_vocab});
+  const int64_t d = hp.n_embd;
+  const EmbedHead head = load_embed_head(ld, hp, /*tied_ok=*/false);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->layers.resize(hp.n_layer);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
     L.post_norm = ld.tensor(p + "post_attention_norm.weight", {d}, WeightUse::kVector);
-    L.attn.wq = ld.tensor(p + "attn_q.weight", {d, qd});
-    L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-    L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {qd, d});
-    L.attn.bq = ld.tensor(p + "attn_q.bias", {qd}, WeightUse::kVector);
-    L.attn.bk = ld.tensor(p + "attn_k.bias", {kd}, WeightUse::kVector);
-    L.attn.bv = ld.tensor(p + "attn_v.bias", {vd}, WeightUse::kVector);
-    L.attn.bo = ld.tensor(p + "attn_output.bias", {d}, WeightUse::kVector);
-    L.attn.sinks = ld.tensor(p + "attn_sinks.weight", {hp.n_head}, WeightUse::kVector);
+    L.attn = load_attention(ld, p, hp, {.qkv_bias = Need::kRequired, .out_bias = Need::kRequired, .sinks = true});
     L.moe = load_moe_weights(ld, p, hp, true);
   }
   m->attn_full.rope = &hp.rope;

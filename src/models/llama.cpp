@@ -14,7 +14,9 @@
 
 #include "core/error.h"
 #include "graph/blocks.h"
+#include "graph/decoder.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "ops/cpu_ops.h"
 
 namespace strix {
@@ -34,34 +36,15 @@ class Llama : public Arch {
   graph::AttnConfig attn_cfg;
 
   void forward(Exec& e, Step& s) const override {
-    const Hparams& hp = *s.hp;
-    Workspace& ws = e.ws;
-    const int64_t d = hp.n_embd;
-    ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
-    ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(layers[0].attn_norm), hp.norm_eps);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const Layer& L = layers[il];
-      // ws.cur holds attn_norm(x) here (the previous layer's residual add computed it)
-      graph::self_attention(e, s, il, L.attn, attn_cfg, ws.cur, d, ws.cur, d);
-      if (il == hp.n_layer - 1 && s.n_outputs < s.n_tokens) {
-        // only the rows that want logits go on (llama.cpp's inp_out_ids)
-        ops::gather_rows(e, ws.x, d, d, s.out_ids, s.n_outputs);
-        ops::gather_rows(e, ws.cur, d, d, s.out_ids, s.n_outputs);
-        s.n_tokens = s.n_outputs;
-      }
-      ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(L.ffn_norm), hp.norm_eps);
-      graph::gated_ffn(e, s, L.ffn, graph::Glu::kSilu, ws.cur, d, ws.cur, d);
-      if (il + 1 < hp.n_layer) {
-        ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(layers[il + 1].attn_norm), hp.norm_eps);
-      } else {
-        ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-      }
-    }
-    graph::lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
+    graph::prenorm_decoder(
+        e, s, tok_embd, layers, output_norm, output,
+        [&](Exec& e, Step& s, int64_t il, const Layer& L) {
+          graph::self_attention(e, s, il, L.attn, attn_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        },
+        [&](Exec& e, Step& s, int64_t, const Layer& L) {
+          graph::gated_ffn(e, s, L.ffn, graph::Glu::kSilu, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        });
   }
-
- private:
-  static const float* fp(const Weight& w) { return reinterpret_cast<const float*>(w.data); }
 };
 
 }  // namespace
@@ -88,17 +71,11 @@ std::unique_ptr<Arch> load_llama(ModelLoader& ld, Hparams& hp) {
   if (hp.kq_scale == 0.0f) hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
 
   auto m = std::make_unique<Llama>();
-  const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(ld.file().splits()[0].path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.optional("output.weight", {d, hp.n_vocab});
-  if (!m->output.present()) {
-    m->output = m->tok_embd;  // tied embeddings
-    ld.require_use(m->output, WeightUse::kMatmul);
-  }
+  const int64_t d = hp.n_embd;
+  const EmbedHead head = load_embed_head(ld, hp);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->rope_freqs = ld.optional("rope_freqs.weight", {hp.rope.n_rot / 2}, WeightUse::kVector);
   if (hp.n_ff <= 0) throw Refusal(ld.file().splits()[0].path + ": missing key llama.feed_forward_length");
   m->layers.resize(hp.n_layer);
@@ -106,14 +83,7 @@ std::unique_ptr<Arch> load_llama(ModelLoader& ld, Hparams& hp) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
-    L.attn.wq = ld.tensor(p + "attn_q.weight", {d, qd});
-    L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-    L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {hp.n_head * hp.head_dim_v, d});
-    L.attn.bq = ld.optional(p + "attn_q.bias", {qd}, WeightUse::kVector);
-    L.attn.bk = ld.optional(p + "attn_k.bias", {kd}, WeightUse::kVector);
-    L.attn.bv = ld.optional(p + "attn_v.bias", {vd}, WeightUse::kVector);
-    L.attn.bo = ld.optional(p + "attn_output.bias", {d}, WeightUse::kVector);
+    L.attn = load_attention(ld, p, hp, {.qkv_bias = Need::kOptional, .out_bias = Need::kOptional});
     // per-layer rope_freqs copies some converters write are the same tensor
     ld.optional(p + "rope_freqs.weight", {hp.rope.n_rot / 2}, WeightUse::kVector);
     L.ffn_norm = ld.tensor(p + "ffn_norm.weight", {d}, WeightUse::kVector);
@@ -122,7 +92,8 @@ std::unique_ptr<Arch> load_llama(ModelLoader& ld, Hparams& hp) {
     L.ffn.down = ld.tensor(p + "ffn_down.weight", {hp.n_ff, d});
   }
   m->attn_cfg.rope = &hp.rope;
-  m->attn_cfg.rope_freq_factors = m->rope_freqs.present() ? reinterpret_cast<const float*>(m->rope_freqs.data) : nullptr;
+  m->attn_cfg.rope_freq_factors =
+      m->rope_freqs.present() ? reinterpret_cast<const float*>(m->rope_freqs.data) : nullptr;
   m->attn_cfg.kq_scale = hp.kq_scale;
   return m;
 }

@@ -12,8 +12,10 @@
 
 #include "core/error.h"
 #include "graph/blocks.h"
+#include "graph/decoder.h"
 #include "graph/moe.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "models/moe_common.h"
 #include "ops/cpu_ops.h"
 
@@ -35,29 +37,15 @@ class Olmoe : public Arch {
   graph::MoeConfig moe_cfg;
 
   void forward(Exec& e, Step& s) const override {
-    const Hparams& hp = *s.hp;
-    Workspace& ws = e.ws;
-    const int64_t d = hp.n_embd;
-    ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const Layer& L = layers[il];
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.attn_norm), hp.norm_eps);
-      graph::self_attention(e, s, il, L.attn, attn_cfg, ws.cur, d, ws.cur, d);
-      if (il == hp.n_layer - 1 && s.n_outputs < s.n_tokens) {
-        ops::gather_rows(e, ws.x, d, d, s.out_ids, s.n_outputs);
-        ops::gather_rows(e, ws.cur, d, d, s.out_ids, s.n_outputs);
-        s.n_tokens = s.n_outputs;
-      }
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.ffn_norm), hp.norm_eps);
-      graph::moe_ffn(e, s, L.moe, moe_cfg, ws.cur, d, ws.cur, d);
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-    }
-    graph::lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
+    graph::prenorm_decoder(
+        e, s, tok_embd, layers, output_norm, output,
+        [&](Exec& e, Step& s, int64_t il, const Layer& L) {
+          graph::self_attention(e, s, il, L.attn, attn_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        },
+        [&](Exec& e, Step& s, int64_t, const Layer& L) {
+          graph::moe_ffn(e, s, L.moe, moe_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        });
   }
-
- private:
-  static const float* fp(const Weight& w) { return reinterpret_cast<const float*>(w.data); }
 };
 
 }  // namespace
@@ -76,27 +64,21 @@ std::unique_ptr<Arch> load_olmoe(ModelLoader& ld, Hparams& hp) {
   hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
 
   auto m = std::make_unique<Olmoe>();
-  const int64_t d = hp.n_embd, kd = hp.k_dim(), vd = hp.v_dim();
+  const int64_t d = hp.n_embd, kd = hp.k_dim();
   if (hp.q_dim() != d) throw Refusal(path + ": olmoe needs head_count * key_length == embedding_length");
   // llama.cpp sizes both q/k norms [n_embd], so the k projection must be n_embd wide too
   if (kd != d) throw Refusal(path + ": olmoe with head_count_kv != head_count (its k norm spans n_embd)");
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.tensor("output.weight", {d, hp.n_vocab});
+  const EmbedHead head = load_embed_head(ld, hp, /*tied_ok=*/false);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->layers.resize(hp.n_layer);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
-    L.attn.wq = ld.tensor(p + "attn_q.weight", {d, d});
-    L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-    L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {d, d});
-    L.attn.q_norm = ld.tensor(p + "attn_q_norm.weight", {d}, WeightUse::kVector);
-    L.attn.k_norm = ld.tensor(p + "attn_k_norm.weight", {kd}, WeightUse::kVector);
+    // whole-vector q/k norms (before the heads are split)
+    L.attn = load_attention(ld, p, hp, {.q_norm_dim = hp.q_dim(), .k_norm_dim = hp.k_dim()});
     L.ffn_norm = ld.tensor(p + "ffn_norm.weight", {d}, WeightUse::kVector);
     L.moe = load_moe_weights(ld, p, hp, false);
   }

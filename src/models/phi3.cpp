@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "graph/blocks.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "ops/cpu_ops.h"
 
 namespace strix {
@@ -129,16 +130,10 @@ std::unique_ptr<Arch> load_phi3(ModelLoader& ld, Hparams& hp) {
   auto m = std::make_unique<Phi3>();
   m->q_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
   const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.optional("output.weight", {d, hp.n_vocab});
-  if (!m->output.present()) {
-    m->output = m->tok_embd;  // tied embeddings (Phi-4-mini)
-    ld.require_use(m->output, WeightUse::kMatmul);
-  }
+  const EmbedHead head = load_embed_head(ld, hp);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->rope_long = ld.optional("rope_factors_long.weight", {hp.rope.n_rot / 2}, WeightUse::kVector);
   m->rope_short = ld.optional("rope_factors_short.weight", {hp.rope.n_rot / 2}, WeightUse::kVector);
   m->layers.resize(hp.n_layer);

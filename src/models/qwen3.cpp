@@ -16,7 +16,9 @@
 
 #include "core/error.h"
 #include "graph/blocks.h"
+#include "graph/decoder.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "ops/cpu_ops.h"
 
 namespace strix {
@@ -36,30 +38,18 @@ class Qwen3 : public Arch {
   graph::AttnConfig attn_cfg;
 
   void forward(Exec& e, Step& s) const override {
-    const Hparams& hp = *s.hp;
-    Workspace& ws = e.ws;
-    const int64_t d = hp.n_embd;
-    ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const Layer& L = layers[il];
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.attn_norm), hp.norm_eps);
-      if (L.attn.wqkv.present()) {
-        fused_attention(e, s, il, L.attn, ws.cur, ws.cur);
-      } else {
-        graph::self_attention(e, s, il, L.attn, attn_cfg, ws.cur, d, ws.cur, d);
-      }
-      if (il == hp.n_layer - 1 && s.n_outputs < s.n_tokens) {
-        // only the rows that want logits go on (llama.cpp's inp_out_ids)
-        ops::gather_rows(e, ws.x, d, d, s.out_ids, s.n_outputs);
-        ops::gather_rows(e, ws.cur, d, d, s.out_ids, s.n_outputs);
-        s.n_tokens = s.n_outputs;
-      }
-      ops::add(e, ws.cur, ws.x, ws.x, s.n_tokens, d, d);
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.ffn_norm), hp.norm_eps);
-      graph::gated_ffn(e, s, L.ffn, graph::Glu::kSilu, ws.cur, d, ws.cur, d);
-      ops::add(e, ws.cur, ws.x, ws.x, s.n_tokens, d, d);
-    }
-    graph::lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
+    graph::prenorm_decoder(
+        e, s, tok_embd, layers, output_norm, output,
+        [&](Exec& e, Step& s, int64_t il, const Layer& L) {
+          if (L.attn.wqkv.present()) {
+            fused_attention(e, s, il, L.attn, e.ws.cur, e.ws.cur);
+          } else {
+            graph::self_attention(e, s, il, L.attn, attn_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+          }
+        },
+        [&](Exec& e, Step& s, int64_t, const Layer& L) {
+          graph::gated_ffn(e, s, L.ffn, graph::Glu::kSilu, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        });
   }
 
  private:
@@ -68,8 +58,7 @@ class Qwen3 : public Arch {
   // Attention with one fused attn_qkv projection: its rows [q | k | v] are
   // unpacked into ws.q / ws.k / ws.v so that each head is a packed row for the
   // per-head norms, then as graph::self_attention. `out` may be `in`.
-  void fused_attention(Exec& e, Step& s, int64_t il, const graph::AttnWeights& w, const float* in,
-                       float* out) const {
+  void fused_attention(Exec& e, Step& s, int64_t il, const graph::AttnWeights& w, const float* in, float* out) const {
     const Hparams& hp = *s.hp;
     Workspace& ws = e.ws;
     const int n = s.n_tokens;
@@ -113,32 +102,18 @@ std::unique_ptr<Arch> load_qwen3(ModelLoader& ld, Hparams& hp) {
   if (hp.n_ff <= 0) throw Refusal(path + ": missing key qwen3.feed_forward_length");
 
   auto m = std::make_unique<Qwen3>();
-  const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.optional("output.weight", {d, hp.n_vocab});
-  if (!m->output.present()) {
-    m->output = m->tok_embd;  // tied embeddings (Qwen3 0.6B-4B)
-    ld.require_use(m->output, WeightUse::kMatmul);
-  }
+  const int64_t d = hp.n_embd;
+  const EmbedHead head = load_embed_head(ld, hp);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->layers.resize(hp.n_layer);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
     // one fused projection (q, k, v rows) or three; llama.cpp's build_qkv takes either
-    L.attn.wqkv = ld.optional(p + "attn_qkv.weight", {d, qd + kd + vd});
-    if (!L.attn.wqkv.present()) {
-      L.attn.wq = ld.tensor(p + "attn_q.weight", {d, qd});
-      L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-      L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    }
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {qd, d});
-    L.attn.q_norm = ld.tensor(p + "attn_q_norm.weight", {hp.head_dim_k}, WeightUse::kVector);
-    L.attn.k_norm = ld.tensor(p + "attn_k_norm.weight", {hp.head_dim_k}, WeightUse::kVector);
+    L.attn = load_attention(ld, p, hp, {.fused_qkv = true, .q_norm_dim = hp.head_dim_k, .k_norm_dim = hp.head_dim_k});
     L.ffn_norm = ld.tensor(p + "ffn_norm.weight", {d}, WeightUse::kVector);
     L.ffn.gate = ld.tensor(p + "ffn_gate.weight", {d, hp.n_ff});
     L.ffn.up = ld.tensor(p + "ffn_up.weight", {d, hp.n_ff});

@@ -11,8 +11,10 @@
 
 #include "core/error.h"
 #include "graph/blocks.h"
+#include "graph/decoder.h"
 #include "graph/moe.h"
 #include "models/archs.h"
+#include "models/load_common.h"
 #include "models/moe_common.h"
 #include "ops/cpu_ops.h"
 
@@ -34,29 +36,15 @@ class Qwen3Moe : public Arch {
   graph::MoeConfig moe_cfg;
 
   void forward(Exec& e, Step& s) const override {
-    const Hparams& hp = *s.hp;
-    Workspace& ws = e.ws;
-    const int64_t d = hp.n_embd;
-    ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
-      const Layer& L = layers[il];
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.attn_norm), hp.norm_eps);
-      graph::self_attention(e, s, il, L.attn, attn_cfg, ws.cur, d, ws.cur, d);
-      if (il == hp.n_layer - 1 && s.n_outputs < s.n_tokens) {
-        ops::gather_rows(e, ws.x, d, d, s.out_ids, s.n_outputs);
-        ops::gather_rows(e, ws.cur, d, d, s.out_ids, s.n_outputs);
-        s.n_tokens = s.n_outputs;
-      }
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-      ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(L.ffn_norm), hp.norm_eps);
-      graph::moe_ffn(e, s, L.moe, moe_cfg, ws.cur, d, ws.cur, d);
-      ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
-    }
-    graph::lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
+    graph::prenorm_decoder(
+        e, s, tok_embd, layers, output_norm, output,
+        [&](Exec& e, Step& s, int64_t il, const Layer& L) {
+          graph::self_attention(e, s, il, L.attn, attn_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        },
+        [&](Exec& e, Step& s, int64_t, const Layer& L) {
+          graph::moe_ffn(e, s, L.moe, moe_cfg, e.ws.cur, s.hp->n_embd, e.ws.cur, s.hp->n_embd);
+        });
   }
-
- private:
-  static const float* fp(const Weight& w) { return reinterpret_cast<const float*>(w.data); }
 };
 
 }  // namespace
@@ -74,28 +62,17 @@ std::unique_ptr<Arch> load_qwen3moe(ModelLoader& ld, Hparams& hp) {
   hp.kq_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
 
   auto m = std::make_unique<Qwen3Moe>();
-  const int64_t d = hp.n_embd, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
-  const GgufTensor* te = ld.file().find_tensor("token_embd.weight");
-  if (!te) throw Refusal(ld.file().splits()[0].path + ": missing tensor token_embd.weight");
-  hp.n_vocab = te->ne[1];
-  m->tok_embd = ld.tensor("token_embd.weight", {d, hp.n_vocab}, WeightUse::kRows);
-  m->output_norm = ld.tensor("output_norm.weight", {d}, WeightUse::kVector);
-  m->output = ld.optional("output.weight", {d, hp.n_vocab});
-  if (!m->output.present()) {
-    m->output = m->tok_embd;  // tied embeddings
-    ld.require_use(m->output, WeightUse::kMatmul);
-  }
+  const int64_t d = hp.n_embd;
+  const EmbedHead head = load_embed_head(ld, hp);
+  m->tok_embd = head.tok_embd;
+  m->output_norm = head.output_norm;
+  m->output = head.output;
   m->layers.resize(hp.n_layer);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const std::string p = "blk." + std::to_string(il) + ".";
     Layer& L = m->layers[il];
     L.attn_norm = ld.tensor(p + "attn_norm.weight", {d}, WeightUse::kVector);
-    L.attn.wq = ld.tensor(p + "attn_q.weight", {d, qd});
-    L.attn.wk = ld.tensor(p + "attn_k.weight", {d, kd});
-    L.attn.wv = ld.tensor(p + "attn_v.weight", {d, vd});
-    L.attn.wo = ld.tensor(p + "attn_output.weight", {qd, d});
-    L.attn.q_norm = ld.tensor(p + "attn_q_norm.weight", {hp.head_dim_k}, WeightUse::kVector);
-    L.attn.k_norm = ld.tensor(p + "attn_k_norm.weight", {hp.head_dim_k}, WeightUse::kVector);
+    L.attn = load_attention(ld, p, hp, {.q_norm_dim = hp.head_dim_k, .k_norm_dim = hp.head_dim_k});
     L.ffn_norm = ld.tensor(p + "ffn_norm.weight", {d}, WeightUse::kVector);
     L.moe = load_moe_weights(ld, p, hp, false);
   }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/repack.h"
 #include "backend/cpu/vec_ops.h"
 #include "kv/kv_cache.h"
 #include "quant/fp16.h"
@@ -66,14 +67,49 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
                  const float* bias, int64_t expert) {
   const cpu::GemmFn gemm = e.k.gemm[static_cast<uint32_t>(w.type)];
   const int64_t ne0 = w.ne[0], nr = w.ne[1];
+  // Which order libllama's ggml-cpu sums each output in decides the calls:
+  // - types it repacks (backend/cpu/repack.h): its 2-D mul_mat is gemm (groups
+  //   of 4 columns) + gemv, which our gemm reproduces for 64-column blocks;
+  //   a weight it does not repack (rows % 8 != 0) goes to vec_dot;
+  // - F32/F16: tinyBLAS (one chain per output) for n >= 2 when the rows are a
+  //   multiple of 4, else vec_dot; our gemm is tinyBLAS for >= 2 columns and
+  //   vec_dot for 1, so a lone last column of a batch must not be split off;
+  // - mul_mat_id (experts, ne[2] > 1) multiplies one column at a time: gemv for
+  //   repacked types and vec_dot for F32/F16 (our gemm for one column), vec_dot
+  //   for every other type.
+  const bool repack_type = cpu::libllama_repack_type(e.k.isa, w.type);
+  const bool dense_float = w.type == GgmlType::F32 || w.type == GgmlType::F16;
+  const bool iq4_xs_gemm = w.type == GgmlType::IQ4_XS && n >= 8;
+  const bool by_vec_dot = (repack_type && nr % 8 != 0) || (dense_float && nr % 4 != 0) ||
+                          (w.ne[2] > 1 && !repack_type && !dense_float && !iq4_xs_gemm);
+  const int64_t tok_block = (w.ne[2] > 1 && !iq4_xs_gemm) ? 1 : kTokBlock;
+  // - IQ4_XS: libllama's 2-D mul_mat sums in our gemm's order when n >= 8 and
+  //   in vec_dot's below (measured: strix parity --ubatch 1..64 is exact only
+  //   with this split).
+  const int64_t vec_dot_tail = (w.type == GgmlType::IQ4_XS && w.ne[2] == 1 && n < 8) ? n : 0;  // experts: by_vec_dot
+  const cpu::VecDotFn dot = e.k.vec_dot[static_cast<uint32_t>(w.type)];
   const auto [r0, r1] = e.range(nr, 8);
   const uint8_t* wbase = w.data + expert * w.nb2;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t nrb = std::min(kRowBlock, r1 - rb);
-    for (int64_t tb = 0; tb < n; tb += kTokBlock) {
-      const int64_t ntb = std::min<int64_t>(kTokBlock, n - tb);
-      gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act + tb * act_stride,
-           act_stride, static_cast<int>(ntb), y + tb * y_stride + rb, static_cast<size_t>(y_stride));
+    if (by_vec_dot) {
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t r = rb; r < rb + nrb; ++r) {
+          dot(static_cast<int>(ne0), y + t * y_stride + r, wbase + r * w.nb1, act + t * act_stride);
+        }
+      }
+    } else {
+      for (int64_t t = n - vec_dot_tail; t < n; ++t) {
+        for (int64_t r = rb; r < rb + nrb; ++r) {
+          dot(static_cast<int>(ne0), y + t * y_stride + r, wbase + r * w.nb1, act + t * act_stride);
+        }
+      }
+      for (int64_t tb = 0; tb < n - vec_dot_tail; tb += tok_block) {
+        int64_t ntb = std::min<int64_t>(tok_block, n - vec_dot_tail - tb);
+        if (dense_float && tok_block > 2 && n - tb - ntb == 1) --ntb;  // keep a 2-column tail in tinyBLAS order
+        gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act + tb * act_stride, act_stride,
+             static_cast<int>(ntb), y + tb * y_stride + rb, static_cast<size_t>(y_stride));
+      }
     }
     if (bias) {
       for (int64_t t = 0; t < n; ++t) {
@@ -104,7 +140,8 @@ void matmul_group(Exec& e, const MatmulOut* outs, int count, const float* x, int
       ++j;
     }
     const auto [act, act_stride] = quantize_rows(e, outs[i].w->type, outs[i].w->ne[0], x, n, x_stride);
-    for (int k = i; k < j; ++k) matmul_rows(e, *outs[k].w, act, act_stride, n, outs[k].y, outs[k].y_stride, outs[k].bias, 0);
+    for (int k = i; k < j; ++k)
+      matmul_rows(e, *outs[k].w, act, act_stride, n, outs[k].y, outs[k].y_stride, outs[k].bias, 0);
     e.barrier();
     i = j;
   }
@@ -221,15 +258,28 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
   const int bs = kv.block_size();
   const size_t k_dim = static_cast<size_t>(kv.k_dim()), v_dim = static_cast<size_t>(kv.v_dim());
 
-  // per-thread scratch: [acc 16 x hdv][q16 hdk halves][scores n_ctx]
+  // per-thread scratch: [acc 64 x hdv][q16 hdk halves][scores n_ctx]
   float* acc = e.scratch();
-  auto* q16 = reinterpret_cast<uint16_t*>(acc + 16 * hdv);
-  float* scores = acc + 16 * hdv + (hdk + 1) / 2 + 16;
+  auto* q16 = reinterpret_cast<uint16_t*>(acc + 64 * hdv);
+  float* scores = acc + 64 * hdv + (hdk + 1) / 2 + 16;
 
   const int64_t n_tasks = static_cast<int64_t>(s.n_tokens) * hp.n_head;
+  int64_t counted_t = -1;
+  bool one_token = false;
   for (int64_t j = e.ith; j < n_tasks; j += e.nth) {
     const int64_t t = j / hp.n_head, h = j % hp.n_head;
     const int seq = s.seq[t];
+    if (t != counted_t) {
+      // ggml-cpu multiplies a sequence's q·K and P·V with tinyBLAS when its
+      // micro-batch holds several of the sequence's tokens, and with
+      // ggml_vec_dot_f16 when it holds one (llamafile_sgemm declines n < 2):
+      // the two sum in different orders, so Strix follows the same split.
+      int count = 0;
+      for (int u = 0; u < s.n_tokens && count < 2; ++u) count += (s.seq[u] == seq);
+      one_token = count == 1;
+      counted_t = t;
+    }
+    const int lanes = one_token ? 64 : 16;
     const int32_t p = s.pos[t];
     const int64_t kvh = h / group;
     const int32_t first = n_swa > 0 ? std::max<int32_t>(0, p - static_cast<int32_t>(n_swa) + 1) : 0;
@@ -241,7 +291,11 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
     for (int32_t c = first; c <= p;) {
       const int32_t end = std::min(p + 1, (c / bs + 1) * bs);
       const uint16_t* kb = kv.k_row(il, seq, c) + kvh * hdk;
-      for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot(hdk, kb, q16) * kq_scale;
+      if (one_token) {
+        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot_vecdot(hdk, kb, q16) * kq_scale;
+      } else {
+        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot(hdk, kb, q16) * kq_scale;
+      }
       c = end;
     }
     // softmax as ggml_soft_max_ext (with optional sinks)
@@ -254,13 +308,13 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
     // probabilities rounded to f16 (ggml converts kq for the f16 V product)
     for (int32_t c = first; c <= p; ++c) scores[c] = fp16_to_fp32(fp32_to_fp16(scores[c] * inv));
 
-    std::memset(acc, 0, sizeof(float) * 16 * hdv);
+    std::memset(acc, 0, sizeof(float) * lanes * hdv);
     for (int32_t c = first; c <= p;) {
       const int32_t end = std::min(p + 1, (c / bs + 1) * bs);
-      vo.attn_acc(end - c, c, scores + c, kv.v_row(il, seq, c) + kvh * hdv, v_dim, hdv, acc);
+      vo.attn_acc(end - c, c, scores + c, kv.v_row(il, seq, c) + kvh * hdv, v_dim, hdv, lanes, acc);
       c = end;
     }
-    vo.attn_reduce(hdv, acc, out + t * out_stride + h * hdv);
+    vo.attn_reduce(hdv, lanes, acc, out + t * out_stride + h * hdv);
   }
   e.barrier();
 }
@@ -270,7 +324,8 @@ void swiglu(Exec& e, const float* gate, int64_t gate_stride, const float* up, in
   const cpu::VecOps& vo = cpu::vec_ops();
   if (n >= e.nth) {
     const auto [t0, t1] = e.range(n);
-    for (int64_t t = t0; t < t1; ++t) vo.swiglu(width, gate + t * gate_stride, up + t * up_stride, out + t * out_stride);
+    for (int64_t t = t0; t < t1; ++t)
+      vo.swiglu(width, gate + t * gate_stride, up + t * up_stride, out + t * out_stride);
   } else {
     const auto [i0, i1] = e.range(width, 16);
     for (int64_t t = 0; t < n; ++t) {
@@ -366,7 +421,8 @@ void scale(Exec& e, float* x, float s, int n, int64_t width, int64_t stride) {
 void gather_rows(Exec& e, float* buf, int64_t stride, int64_t width, const int32_t* ids, int m) {
   if (e.ith == 0) {
     for (int i = 0; i < m; ++i) {
-      if (ids[i] != i) std::memmove(buf + i * stride, buf + static_cast<int64_t>(ids[i]) * stride, sizeof(float) * width);
+      if (ids[i] != i)
+        std::memmove(buf + i * stride, buf + static_cast<int64_t>(ids[i]) * stride, sizeof(float) * width);
     }
   }
   e.barrier();

@@ -4,22 +4,20 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/vec_ops.h"
+
 namespace strix::ops {
 
 namespace {
 
 // ggml_soft_max_f32 on one row (scale 1, no mask): max, then exp(x - max)
-// summed in double (ggml_vec_soft_max_f32; rows under 16 wide take its scalar
-// expf tail on every ISA), then multiplied by (float)(1 / sum).
+// summed as ggml_vec_soft_max_f32 does (VecOps::softmax_exp), then multiplied
+// by (float)(1 / sum).
 void softmax_row(const float* x, int64_t n, float* y) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < n; ++i) mx = std::max(mx, x[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::exp(x[i] - mx);
-    sum += static_cast<double>(v);
-    y[i] = v;
-  }
+  std::memcpy(y, x, sizeof(float) * static_cast<size_t>(n));
+  const double sum = cpu::vec_ops().softmax_exp(n, y, mx);
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }

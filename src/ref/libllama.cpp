@@ -38,6 +38,7 @@ static_assert(offsetof(llama_abi::QuantizeParams, imatrix) == 0x18);
 static_assert(offsetof(llama_abi::QuantizeParams, tail_0x3c) == 0x3c);
 static_assert(sizeof(llama_abi::TokenData) == 12);
 static_assert(sizeof(llama_abi::TokenDataArray) == 32);
+static_assert(sizeof(llama_abi::LogitBias) == 8);
 
 namespace {
 
@@ -254,6 +255,23 @@ LibLlama::LibLlama()
   sampler_init_min_p = L.fn<decltype(sampler_init_min_p)>("llama_sampler_init_min_p");
   sampler_init_temp = L.fn<decltype(sampler_init_temp)>("llama_sampler_init_temp");
   sampler_init_penalties = L.fn<decltype(sampler_init_penalties)>("llama_sampler_init_penalties");
+  sampler_init_typical = L.fn<decltype(sampler_init_typical)>("llama_sampler_init_typical");
+  sampler_init_temp_ext = L.fn<decltype(sampler_init_temp_ext)>("llama_sampler_init_temp_ext");
+  sampler_init_xtc = L.fn<decltype(sampler_init_xtc)>("llama_sampler_init_xtc");
+  sampler_init_top_n_sigma = L.fn<decltype(sampler_init_top_n_sigma)>("llama_sampler_init_top_n_sigma");
+  sampler_init_mirostat = L.fn<decltype(sampler_init_mirostat)>("llama_sampler_init_mirostat");
+  sampler_init_mirostat_v2 = L.fn<decltype(sampler_init_mirostat_v2)>("llama_sampler_init_mirostat_v2");
+  sampler_init_dry = L.fn<decltype(sampler_init_dry)>("llama_sampler_init_dry");
+  sampler_init_logit_bias = L.fn<decltype(sampler_init_logit_bias)>("llama_sampler_init_logit_bias");
+  sampler_init_grammar = L.fn<decltype(sampler_init_grammar)>("llama_sampler_init_grammar");
+  sampler_init_grammar_lazy_patterns =
+      L.fn<decltype(sampler_init_grammar_lazy_patterns)>("llama_sampler_init_grammar_lazy_patterns");
+  sampler_init_infill = L.fn<decltype(sampler_init_infill)>("llama_sampler_init_infill");
+  sampler_init_adaptive_p = L.fn<decltype(sampler_init_adaptive_p)>("llama_sampler_init_adaptive_p");
+  sampler_get_seed = L.fn<decltype(sampler_get_seed)>("llama_sampler_get_seed");
+  sampler_name = L.fn<decltype(sampler_name)>("llama_sampler_name");
+  sampler_chain_n = L.fn<decltype(sampler_chain_n)>("llama_sampler_chain_n");
+  sampler_chain_get = L.fn<decltype(sampler_chain_get)>("llama_sampler_chain_get");
   sampler_sample = L.fn<decltype(sampler_sample)>("llama_sampler_sample");
   sampler_accept = L.fn<decltype(sampler_accept)>("llama_sampler_accept");
   sampler_apply = L.fn<decltype(sampler_apply)>("llama_sampler_apply");
@@ -607,6 +625,97 @@ LlamaSampler& LlamaSampler::temp(float t) {
 LlamaSampler& LlamaSampler::penalties(int32_t n_vocab, int32_t last_n, float repeat, float freq, float present) {
   add(lib_->sampler_init_penalties(n_vocab, last_n, repeat, freq, present), "penalties");
   return *this;
+}
+
+LlamaSampler& LlamaSampler::typical(float p, size_t min_keep) {
+  add(lib_->sampler_init_typical(p, min_keep), "typical");
+  return *this;
+}
+LlamaSampler& LlamaSampler::temp_ext(float t, float delta, float exponent) {
+  add(lib_->sampler_init_temp_ext(t, delta, exponent), "temp_ext");
+  return *this;
+}
+LlamaSampler& LlamaSampler::xtc(float p, float t, size_t min_keep, uint32_t seed) {
+  add(lib_->sampler_init_xtc(p, t, min_keep, seed), "xtc");
+  return *this;
+}
+LlamaSampler& LlamaSampler::top_n_sigma(float n) {
+  add(lib_->sampler_init_top_n_sigma(n), "top_n_sigma");
+  return *this;
+}
+LlamaSampler& LlamaSampler::mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m) {
+  add(lib_->sampler_init_mirostat(n_vocab, seed, tau, eta, m), "mirostat");
+  return *this;
+}
+LlamaSampler& LlamaSampler::mirostat_v2(uint32_t seed, float tau, float eta) {
+  add(lib_->sampler_init_mirostat_v2(seed, tau, eta), "mirostat_v2");
+  return *this;
+}
+LlamaSampler& LlamaSampler::dry(const LlamaModel* model, float multiplier, float base, int32_t allowed_length,
+                                int32_t penalty_last_n, const std::vector<std::string>& breakers) {
+  const bool enabled = multiplier != 0.0f && base >= 1.0f && penalty_last_n > 0;
+  if (model == nullptr && enabled) throw Error("LlamaSampler::dry: an enabled DRY stage needs the model's vocab");
+  std::vector<const char*> ptrs;
+  ptrs.reserve(breakers.size());
+  for (const std::string& b : breakers) ptrs.push_back(b.c_str());
+  add(lib_->sampler_init_dry(model != nullptr ? model->vocab() : nullptr, multiplier, base, allowed_length,
+                             penalty_last_n, ptrs.data(), ptrs.size()),
+      "dry");
+  return *this;
+}
+LlamaSampler& LlamaSampler::logit_bias(int32_t n_vocab, std::span<const llama_abi::LogitBias> biases) {
+  add(lib_->sampler_init_logit_bias(n_vocab, static_cast<int32_t>(biases.size()), biases.data()), "logit_bias");
+  return *this;
+}
+LlamaSampler& LlamaSampler::grammar(const LlamaModel& model, const std::string& gbnf, const std::string& root) {
+  llama_abi::Sampler* g = lib_->sampler_init_grammar(model.vocab(), gbnf.c_str(), root.c_str());
+  if (g == nullptr) throw Error("libllama could not parse the grammar (set STRIX_REF_VERBOSE=1 for its log)");
+  add(g, "grammar");
+  return *this;
+}
+LlamaSampler& LlamaSampler::grammar_lazy(const LlamaModel& model, const std::string& gbnf, const std::string& root,
+                                         const std::vector<std::string>& trigger_patterns,
+                                         std::span<const int32_t> trigger_tokens) {
+  std::vector<const char*> ptrs;
+  ptrs.reserve(trigger_patterns.size());
+  for (const std::string& p : trigger_patterns) ptrs.push_back(p.c_str());
+  llama_abi::Sampler* g =
+      lib_->sampler_init_grammar_lazy_patterns(model.vocab(), gbnf.c_str(), root.c_str(), ptrs.data(), ptrs.size(),
+                                               trigger_tokens.data(), trigger_tokens.size());
+  if (g == nullptr) throw Error("libllama could not parse the lazy grammar (set STRIX_REF_VERBOSE=1 for its log)");
+  add(g, "grammar_lazy");
+  return *this;
+}
+LlamaSampler& LlamaSampler::infill(const LlamaModel& model) {
+  add(lib_->sampler_init_infill(model.vocab()), "infill");
+  return *this;
+}
+LlamaSampler& LlamaSampler::adaptive_p(float target, float decay, uint32_t seed) {
+  add(lib_->sampler_init_adaptive_p(target, decay, seed), "adaptive_p");
+  return *this;
+}
+
+uint32_t LlamaSampler::seed() const {
+  if (chain_ == nullptr) throw Error("LlamaSampler used after move");
+  return lib_->sampler_get_seed(chain_);
+}
+
+int32_t LlamaSampler::n_stages() const {
+  if (chain_ == nullptr) throw Error("LlamaSampler used after move");
+  return lib_->sampler_chain_n(chain_);
+}
+
+std::string LlamaSampler::describe() const {
+  if (chain_ == nullptr) throw Error("LlamaSampler used after move");
+  std::string out = "logits ";
+  const int n = lib_->sampler_chain_n(chain_);
+  for (int i = 0; i < n; ++i) out += std::string("-> ") + lib_->sampler_name(lib_->sampler_chain_get(chain_, i)) + " ";
+  return out;
+}
+
+void LlamaSampler::apply(llama_abi::TokenDataArray& cur) const {
+  if (chain_ == nullptr) throw Error("LlamaSampler used after move");
+  lib_->sampler_apply(chain_, &cur);
 }
 
 int32_t LlamaSampler::sample(const LlamaContext& ctx, int32_t idx) const {

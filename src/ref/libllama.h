@@ -177,6 +177,11 @@ struct TokenDataArray {
   int64_t selected;  // index into data
   bool sorted;
 };
+// llama_logit_bias, 8 bytes (llama_sampler_init_logit_bias takes an array of them).
+struct LogitBias {
+  int32_t token;
+  float bias;
+};
 
 using LogCallback = void (*)(int level, const char* text, void* user_data);
 
@@ -277,6 +282,34 @@ class LibLlama {
   // The pinned build takes n_vocab first (5 arguments; older headers had 4).
   SamplerP (*sampler_init_penalties)(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat,
                                      float penalty_freq, float penalty_present);
+  // The remaining initialisers, argument registers checked against the pinned
+  // binary's disassembly (x86-64 SysV: integer/pointer and float arguments are
+  // counted separately, so only the order within each class matters there).
+  SamplerP (*sampler_init_typical)(float p, size_t min_keep);
+  SamplerP (*sampler_init_temp_ext)(float t, float delta, float exponent);
+  SamplerP (*sampler_init_xtc)(float p, float t, size_t min_keep, uint32_t seed);
+  SamplerP (*sampler_init_top_n_sigma)(float n);
+  SamplerP (*sampler_init_mirostat)(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m);
+  SamplerP (*sampler_init_mirostat_v2)(uint32_t seed, float tau, float eta);
+  // The pinned build's DRY has no n_ctx_train argument (7 arguments; public
+  // headers had 8): penalty_last_n must already be resolved (> 0, -1 is not
+  // mapped to the context size here) or the stage is a no-op.
+  SamplerP (*sampler_init_dry)(VocabP vocab, float dry_multiplier, float dry_base, int32_t dry_allowed_length,
+                               int32_t dry_penalty_last_n, const char** seq_breakers, size_t num_breakers);
+  SamplerP (*sampler_init_logit_bias)(int32_t n_vocab, int32_t n_logit_bias, const llama_abi::LogitBias* logit_bias);
+  // Returns null when the grammar does not parse.
+  SamplerP (*sampler_init_grammar)(VocabP vocab, const char* grammar_str, const char* grammar_root);
+  SamplerP (*sampler_init_grammar_lazy_patterns)(VocabP vocab, const char* grammar_str, const char* grammar_root,
+                                                 const char** trigger_patterns, size_t num_trigger_patterns,
+                                                 const int32_t* trigger_tokens, size_t num_trigger_tokens);
+  SamplerP (*sampler_init_infill)(VocabP vocab);
+  SamplerP (*sampler_init_adaptive_p)(float target, float decay, uint32_t seed);
+  // The seed a (dist, xtc, mirostat, chain) sampler drew; LLAMA_DEFAULT_SEED for others.
+  uint32_t (*sampler_get_seed)(const llama_abi::Sampler* smpl);
+  const char* (*sampler_name)(const llama_abi::Sampler* smpl);
+  int (*sampler_chain_n)(const llama_abi::Sampler* chain);
+  // Stage i of a chain (null when out of range; i = -1: the chain itself).
+  SamplerP (*sampler_chain_get)(SamplerP chain, int32_t i);
   int32_t (*sampler_sample)(SamplerP smpl, ContextP ctx, int32_t idx);
   void (*sampler_accept)(SamplerP smpl, int32_t token);
   void (*sampler_apply)(SamplerP smpl, llama_abi::TokenDataArray* cur_p);
@@ -329,6 +362,7 @@ class LlamaModel {
   std::string detokenize(std::span<const int32_t> tokens, bool remove_special, bool unparse_special) const;
 
   llama_abi::Model* raw() const { return model_; }
+  const llama_abi::Vocab* vocab() const { return vocab_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -402,6 +436,33 @@ class LlamaSampler {
   LlamaSampler& min_p(float p, size_t min_keep = 1);
   LlamaSampler& temp(float t);
   LlamaSampler& penalties(int32_t n_vocab, int32_t last_n, float repeat, float freq, float present);
+  LlamaSampler& typical(float p, size_t min_keep = 1);
+  LlamaSampler& temp_ext(float t, float delta, float exponent);
+  LlamaSampler& xtc(float p, float t, size_t min_keep, uint32_t seed);
+  LlamaSampler& top_n_sigma(float n);
+  LlamaSampler& mirostat(int32_t n_vocab, uint32_t seed, float tau, float eta, int32_t m = 100);
+  LlamaSampler& mirostat_v2(uint32_t seed, float tau, float eta);
+  // breakers: sequence-breaker strings, tokenized by libllama with the model's
+  // vocab. model may be null only when the parameters disable DRY.
+  LlamaSampler& dry(const LlamaModel* model, float multiplier, float base, int32_t allowed_length,
+                    int32_t penalty_last_n, const std::vector<std::string>& breakers);
+  LlamaSampler& logit_bias(int32_t n_vocab, std::span<const llama_abi::LogitBias> biases);
+  // Throws Error when libllama does not parse the grammar (it returns null).
+  LlamaSampler& grammar(const LlamaModel& model, const std::string& gbnf, const std::string& root = "root");
+  LlamaSampler& grammar_lazy(const LlamaModel& model, const std::string& gbnf, const std::string& root,
+                             const std::vector<std::string>& trigger_patterns, std::span<const int32_t> trigger_tokens);
+  LlamaSampler& infill(const LlamaModel& model);
+  LlamaSampler& adaptive_p(float target, float decay, uint32_t seed);
+
+  // The seed the chain reports (that of its last seeded stage; llama_sampler_get_seed).
+  uint32_t seed() const;
+  int32_t n_stages() const;
+  // common_sampler_print: "logits -> name -> name ... " (llama_sampler_name of each stage).
+  std::string describe() const;
+  // Runs the chain on a candidates array the caller owns (llama_sampler_apply):
+  // for tests that look at what the stages left, not only the selected token.
+  void apply(llama_abi::TokenDataArray& cur) const;
+  llama_abi::Sampler* raw() const { return chain_; }
 
   // Samples from the context's logits of batch index idx (-1: last output).
   // libllama accepts the sampled token into the chain itself.

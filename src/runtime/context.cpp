@@ -59,7 +59,7 @@ Context::Context(const Model& model, const ContextOptions& opts)
   ws_.n_tokens_max = ub;
   // attention: 16 lane accumulators of head_dim_v, q in f16, a score per cell; rope: n_rot
   ws_.thread_scratch_floats =
-      static_cast<size_t>(opts_.n_ctx + 16 * hp.head_dim_v + hp.head_dim_k + std::max(hp.head_dim_k, hp.head_dim_v) + 256);
+      static_cast<size_t>(opts_.n_ctx + 64 * hp.head_dim_v + hp.head_dim_k + std::max(hp.head_dim_k, hp.head_dim_v) + 256);
   const size_t total = static_cast<size_t>(ub) * (hp.n_embd + wide + qkv + hp.k_dim() + hp.v_dim() + att + 2 * wide + moe) +
                        ws_.thread_scratch_floats * pool_.size();
   buffers_.assign(total, 0.0f);

@@ -3,6 +3,8 @@
 // reference quantizers, streamed into the GGUF writer one tensor at a time.
 #include "synth/synth.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -256,6 +258,40 @@ void check_vocab_fits_arch(const std::string& arch, const ImportedVocab& v) {
   }
 }
 
+// The default vocabulary (llama2-style) made Phi-3-shaped: Phi-3's own
+// vocabulary is llama2's plus added tokens, "<|endoftext|>" (CONTROL) among
+// them, which the pinned libllama's phi3 loader requires. Appends it when
+// missing (score 0, type CONTROL), so `strix synth --arch phi3` works without
+// --vocab; an explicit --vocab is checked as given.
+void add_phi3_added_tokens(ImportedVocab& v) {
+  GgufKV* toks = nullptr;
+  GgufKV* scores = nullptr;
+  GgufKV* types = nullptr;
+  for (auto& kv : v.kvs) {
+    if (kv.key == "tokenizer.ggml.tokens") toks = &kv;
+    if (kv.key == "tokenizer.ggml.scores") scores = &kv;
+    if (kv.key == "tokenizer.ggml.token_type") types = &kv;
+  }
+  if (toks == nullptr || !toks->value.is_array()) return;
+  auto names = toks->value.as_str_array();
+  if (std::find(names.begin(), names.end(), "<|endoftext|>") != names.end()) return;
+  names.push_back("<|endoftext|>");
+  toks->value = GgufValue::str_array(names);
+  if (scores != nullptr) {
+    std::vector<float> sc;
+    for (double d : scores->value.as_f64_array()) sc.push_back(static_cast<float>(d));
+    sc.push_back(0.0f);
+    scores->value = GgufValue::f32_array(sc);
+  }
+  if (types != nullptr) {
+    std::vector<int32_t> tt;
+    for (int64_t t : types->value.as_i64_array()) tt.push_back(static_cast<int32_t>(t));
+    tt.push_back(3);  // CONTROL
+    types->value = GgufValue::i32_array(tt);
+  }
+  v.n_tokens = static_cast<int64_t>(names.size());
+}
+
 // ---- argument parsing -----------------------------------------------------------
 
 int64_t parse_int(const std::string& flag, const std::string& v) {
@@ -383,6 +419,7 @@ SynthResult synth_write(const SynthOptions& opts) {
   Hparams hp = arch->resolve(opts);
   const std::string vocab_src = opts.vocab.empty() ? default_vocab_source() : opts.vocab;
   ImportedVocab vocab = import_vocab(vocab_src);
+  if (std::string(arch->name) == "phi3" && opts.vocab.empty()) add_phi3_added_tokens(vocab);
   hp.n_vocab = vocab.n_tokens;
   check_vocab_fits_arch(arch->name, vocab);
 

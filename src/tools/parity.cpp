@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -83,15 +84,25 @@ std::vector<std::vector<PlanTok>> make_plan(const std::string& mode, int n_seq, 
   } else if (mode == "decode") {
     for (int i = 0; i < per_seq; ++i) plan.push_back({{0, i}});
   } else if (mode == "mixed") {
-    // ragged: each batch advances every sequence by a different chunk size
+    // Sequence s joins at step s, so each batch holds sequences at different
+    // positions (a prompt next to decoding streams). Every sequence in a batch
+    // advances by the same chunk: libllama (non-unified KV, one stream per
+    // sequence) splits a batch into micro-batches of equal per-sequence counts,
+    // and the count decides its matmul path (tinyBLAS for >= 2 tokens,
+    // vec_dot for 1), so equal chunks keep both sides on the same path.
     std::vector<int> at(n_seq, 0);
     int step = 0;
     for (bool more = true; more; ++step) {
       more = false;
       std::vector<PlanTok> b;
+      int chunk = (step % 4 == 0) ? 8 : (step % 3 == 0 ? 5 : 1);
       for (int s = 0; s < n_seq; ++s) {
-        const int chunk = (step == 0) ? 1 + 7 * s : ((step + s) % 3 == 0 ? 5 : 1);
-        for (int c = 0; c < chunk && at[s] < per_seq; ++c) b.push_back({s, at[s]++});
+        if (step >= s && at[s] < per_seq) chunk = std::min(chunk, per_seq - at[s]);  // equal counts to the end
+      }
+      for (int s = 0; s < n_seq; ++s) {
+        if (step >= s) {
+          for (int c = 0; c < chunk && at[s] < per_seq; ++c) b.push_back({s, at[s]++});
+        }
         if (at[s] < per_seq) more = true;
       }
       if (!b.empty()) plan.push_back(std::move(b));
@@ -102,7 +113,7 @@ std::vector<std::vector<PlanTok>> make_plan(const std::string& mode, int n_seq, 
   return plan;
 }
 
-std::string main_weight_type(const Model& m, double& bar) {
+std::string main_weight_type(const Model& m, double& bar, std::vector<std::string>& all) {
   std::map<std::string, uint64_t> count;
   bool all_exact = true;
   for (const Weight& w : m.weights()) {
@@ -112,6 +123,7 @@ std::string main_weight_type(const Model& m, double& bar) {
     if (w.type != GgmlType::F32 && w.type != GgmlType::F16 && w.type != GgmlType::Q8_0) all_exact = false;
   }
   bar = all_exact ? 1e-6 : 1e-4;
+  for (const auto& [k, v] : count) all.push_back(k);
   std::string best;
   uint64_t n = 0;
   for (const auto& [k, v] : count) {
@@ -135,7 +147,7 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
 
   ParityReport rep;
   rep.mode = o.mode;
-  rep.weight_types = main_weight_type(*model, rep.kl_bar);
+  rep.weight_types = main_weight_type(*model, rep.kl_bar, rep.all_weight_types);
 
   ContextOptions co;
   co.n_ctx = static_cast<int64_t>(per_seq) * n_seq + 64;
@@ -173,6 +185,7 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
       const auto s = ctx.logits(static_cast<int32_t>(i));
       const double kl = kl_divergence(r.data(), s.data(), hp.n_vocab);
       kl_sum += kl;
+      if (o.trace && kl != 0) std::fprintf(stderr, "  trace: seq %d pos %d batch of %zu: KL %.3e\n", seq[i], pos[i], tok.size(), kl);
       if (kl > rep.max_kl) {
         rep.max_kl = kl;
         rep.worst_seq = seq[i];

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,21 @@ inline std::string synth_model(const synth::SynthOptions& base, const std::strin
   return path;
 }
 
+// Weight types whose CPU kernels sum in libllama's own float order on this
+// machine (KL 0 in every mode): a model made only of these must meet the
+// issue's bar with no allowance for libllama's noise. docs/MODELS.md lists the
+// others, which are held to a looser bar until they are.
+inline bool exact_types_only(const ParityReport& r) {
+  // (MXFP4 experts are exact in prefill and decode but keep 1-ulp residuals in
+  // mixed batches on gpt-oss's sliding-window layers, so they are not listed.)
+  static const std::set<std::string> exact = {"f32",  "f16",  "q8_0", "q4_0", "q4_1",   "q5_0",  "q5_1",
+                                              "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",   "iq4_nl", "iq4_xs"};
+  for (const std::string& t : r.all_weight_types) {
+    if (!exact.count(t)) return false;
+  }
+  return true;
+}
+
 // Runs the three modes and expects each to pass; prints the summaries.
 inline void expect_parity(const std::string& path, int n_tokens, const std::vector<std::string>& modes = {"prefill", "decode", "mixed"},
                           int n_threads = 2) {
@@ -46,11 +62,16 @@ inline void expect_parity(const std::string& path, int n_tokens, const std::vect
     o.n_threads = n_threads;
     o.n_ubatch = m == "prefill" ? 64 : 512;  // prefill crosses micro-batches
     const ParityReport r = run_parity(path, o);
-    std::printf("    %s%s\n", r.summary().c_str(), r.pass() ? "" : (r.sane() ? "  [strict bar not met; within the suite's bar]" : ""));
-    // The strict bar (r.pass()) is what docs/MODELS.md reports per combination;
-    // the suite enforces the looser r.sane() while some quantized kernels do not
-    // yet sum in libllama's float order.
-    EXPECT_TRUE(r.pass() || r.sane()) << path << ": " << r.summary();
+    std::printf("    %s\n", r.summary().c_str());
+    // The bar (top-1 100%, max KL <= 1e-6 / 1e-4) with no allowance
+    // for libllama's own noise: Strix sums in libllama's float order.
+    if (exact_types_only(r)) {
+      EXPECT_TRUE(r.meets_bar() && r.pass()) << path << ": " << r.summary();
+    } else {
+      // the floor-relative bar, or the looser one while these kernels are not
+      // yet in libllama's order (sane(): mean KL <= 1e-3, top-1 >= 95%)
+      EXPECT_TRUE(r.pass() || r.sane()) << path << ": " << r.summary();
+    }
   }
 }
 
@@ -63,7 +84,8 @@ inline void expect_parity_fails(const std::string& path, const std::string& vari
   const ParityReport r = run_parity(path, o);
   std::printf("    control: %s\n", r.summary().c_str());
   EXPECT_FALSE(r.pass()) << "negative control passed: " << r.summary();
-  EXPECT_FALSE(r.sane()) << "negative control passed the suite's bar: " << r.summary();
+  EXPECT_FALSE(r.meets_bar()) << "negative control met the issue's bar: " << r.summary();
+  EXPECT_FALSE(r.sane()) << "negative control passed the looser bar: " << r.summary();
 }
 
 }  // namespace strix::test

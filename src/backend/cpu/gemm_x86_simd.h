@@ -16,10 +16,11 @@
 // pass of blocks, then reused by every weight row. A chunk of a single
 // column (decode) goes to the level's vec_dot instead: it has less per-block
 // overhead than the reduction.
-// F32 / F16: register-blocked R x C tiles of float FMAs, walking k in passes
-// so that a tile's rows stay in L1.
-// Results equal vec_dot's up to the float summation order; integer parts are
-// exact (tests/backend_cpu/gemm_test.cpp, bench/gemm_bench.cpp).
+// F32 / F16: register-blocked R x C tiles of float FMAs in llamafile
+// tinyBLAS's order; Q5_K: vec_dot's order per output (both as libllama sums
+// them, bit for bit: tests/backend_cpu/ggml_order_test.cpp).
+// Other results equal vec_dot's up to the float summation order; integer
+// parts are exact (tests/backend_cpu/gemm_test.cpp, bench/gemm_bench.cpp).
 //
 // With AVX-512 VNNI the u8 x s8 products are one dpbusd per 32 elements;
 // signed weights (Q8_0, IQ4_NL) are made unsigned by an offset whose
@@ -61,10 +62,7 @@ constexpr bool kWide = false;  // 16 ymm registers
 #endif
 
 using quant::BlockQ4_0;
-using quant::BlockQ4_1;
 using quant::BlockQ4_K;
-using quant::BlockQ5_0;
-using quant::BlockQ5_1;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_0;
@@ -117,23 +115,6 @@ inline __m256i bcast_word_pair(__m256i words, int lo) {
 inline __m256i nibbles(const uint8_t* p) {
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), _mm256_set1_epi8(0x0F));
-}
-
-// Nibbles plus bit j of qh as bit 4: the unsigned 5-bit values [0, 31].
-inline __m256i five_bits(const uint8_t qs[16], const uint8_t qh[4]) {
-  const __m256i nib = nibbles(qs);
-  uint32_t w;
-  std::memcpy(&w, qh, 4);
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-  return _mm256_mask_add_epi8(nib, w, nib, _mm256_set1_epi8(0x10));
-#else
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(w)),
-      _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-  return _mm256_or_si256(nib, _mm256_and_si256(set, _mm256_set1_epi8(0x10)));
-#endif
 }
 
 // ---------------------------------------------------------------- K-quants x Q8_K
@@ -335,160 +316,6 @@ struct TileQ45K {
   }
 };
 
-// ---------------------------------------------------------------- Q5_K, AVX-512: activations across lanes
-
-#if STRIX_GEMM_VNNI
-// A second layout, used where it measured faster (Q5_K on the AVX-512
-// level; for Q4_K both layouts run at the same speed): the prepared
-// activations are transposed so that one vector holds the same 4 elements of
-// all 8 columns (lane c = column c), and each 4-byte group of a weight row is
-// broadcast to all lanes. A sub-block of 32 elements is 8 maddubs per weight
-// row for all 8 columns, summed in int16, then one multiply-add with the
-// sub-block scale; no reduction across lanes follows (the lanes already are
-// the columns), and the weight unpacking (Q5_K's fifth bits) is not repeated
-// per column. Each transposed activation vector is loaded once for kRows rows.
-
-// 8 x 8 int32 transpose: out[k] lane c = in[c] lane k.
-inline void transpose8(const __m256i in[8], __m256i out[8]) {
-  __m256i t[8], u[8];
-  for (int h = 0; h < 2; ++h) {
-    const __m256i* r = in + 4 * h;
-    t[4 * h + 0] = _mm256_unpacklo_epi32(r[0], r[1]);  // [0.0 1.0 0.1 1.1 | 0.4 1.4 0.5 1.5]
-    t[4 * h + 1] = _mm256_unpackhi_epi32(r[0], r[1]);  // [0.2 1.2 0.3 1.3 | 0.6 1.6 0.7 1.7]
-    t[4 * h + 2] = _mm256_unpacklo_epi32(r[2], r[3]);
-    t[4 * h + 3] = _mm256_unpackhi_epi32(r[2], r[3]);
-    u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);  // groups 0 | 4 of columns 4h..4h+3
-    u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);  // 1 | 5
-    u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);  // 2 | 6
-    u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);  // 3 | 7
-  }
-  for (int k = 0; k < 4; ++k) {
-    out[k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x20);
-    out[k + 4] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x31);
-  }
-}
-
-inline __m256i bcast32(const uint8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-struct KtPrep {
-  alignas(32) float dy[kKPass][8];
-  alignas(32) int32_t bsp[kKPass][4][8];  // as KPrep::bsp
-  // y[i][g][k]: lane c = bytes 4k..4k+3 of the g-th 32 activation quants of column c
-  alignas(32) int32_t y[kKPass][8][8][8];
-};
-
-inline void kt_prepare(KtPrep& p, const uint8_t* y, size_t by, int nc, int b0, int nb, bool with_bsums) {
-  for (int i = 0; i < nb; ++i) {
-    for (int c = 0; c < 8; ++c) {
-      p.dy[i][c] = 0.0f;
-      for (int jp = 0; jp < 4; ++jp) p.bsp[i][jp][c] = 0;
-      if (c >= nc) continue;
-      const BlockQ8_K& b = reinterpret_cast<const BlockQ8_K*>(y + c * by)[b0 + i];
-      p.dy[i][c] = b.d;
-      if (with_bsums) {
-        for (int jp = 0; jp < 4; ++jp) {
-          const int16_t lo = static_cast<int16_t>(b.bsums[4 * jp] + b.bsums[4 * jp + 1]);
-          const int16_t hi = static_cast<int16_t>(b.bsums[4 * jp + 2] + b.bsums[4 * jp + 3]);
-          p.bsp[i][jp][c] = static_cast<int32_t>(static_cast<uint16_t>(lo) |
-                                                 (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
-        }
-      }
-    }
-    for (int g = 0; g < 8; ++g) {
-      __m256i in[8], out[8];
-      for (int c = 0; c < 8; ++c) {
-        in[c] =
-            c < nc ? ld(reinterpret_cast<const BlockQ8_K*>(y + c * by)[b0 + i].qs + 32 * g) : _mm256_setzero_si256();
-      }
-      transpose8(in, out);
-      for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(p.y[i][g][k]), out[k]);
-    }
-  }
-}
-
-// Q4_K / Q5_K: per super-block, row and column S = sum_j scale_j * (q . y)_j
-// and M = sum_j min_j * bsum_j, as in TileQ45K.
-template <bool Q5>
-struct TileQ45KT {
-  static constexpr int kBlock = 256;
-  static constexpr int kPass = kKPass;
-  static constexpr int kRows = 4;
-  using Prep = KtPrep;
-  using Block = std::conditional_t<Q5, BlockQ5_K, BlockQ4_K>;
-  static void prepare(Prep& p, const uint8_t* y, size_t by, int nc, int b0, int nb) {
-    kt_prepare(p, y, by, nc, b0, nb, true);
-  }
-
-  template <int NR, int NC>
-  static void tile(const Prep& p, const uint8_t* x, size_t bx, const uint8_t* /*y*/, size_t /*by*/, int b0, int nb,
-                   float* s, size_t bs, bool add) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[NR];
-    for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
-    alignas(32) uint8_t w[NR][256];  // unsigned quants, sub-block g at 32 * g
-    alignas(16) uint8_t sm[NR][16];  // scales, then mins
-    for (int i = 0; i < nb; ++i) {
-      const Block* xb[NR];
-      for (int r = 0; r < NR; ++r) {
-        xb[r] = reinterpret_cast<const Block*>(x + r * bx) + b0 + i;
-        unpack_k_scales(xb[r]->scales, sm[r]);
-        __m256i qh;
-        if constexpr (Q5) qh = ld(xb[r]->qh);
-        for (int j = 0; j < 4; ++j) {
-          const __m256i bits = ld(xb[r]->qs + 32 * j);
-          __m256i lo = _mm256_and_si256(bits, m4);
-          __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-          if constexpr (Q5) {
-            const __m256i one = _mm256_set1_epi8(1);
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
-          }
-          _mm256_store_si256(reinterpret_cast<__m256i*>(w[r] + 64 * j), lo);
-          _mm256_store_si256(reinterpret_cast<__m256i*>(w[r] + 64 * j + 32), hi);
-        }
-      }
-      __m256i sum[NR];
-      for (int r = 0; r < NR; ++r) sum[r] = _mm256_setzero_si256();
-      for (int g = 0; g < 8; ++g) {
-        const __m256i* yg = reinterpret_cast<const __m256i*>(p.y[i][g]);
-        for (int r = 0; r < NR; ++r) {
-          // maddubs pairs are <= 2 * 31 * 128 = 7936: four of them add up
-          // within int16; the madd with the sub-block scale widens to int32.
-          const __m256i scale = _mm256_set1_epi16(sm[r][g]);
-          __m256i h[2];
-          for (int half = 0; half < 2; ++half) {
-            h[half] = _mm256_maddubs_epi16(bcast32(w[r] + 32 * g + 16 * half), _mm256_load_si256(yg + 4 * half));
-            for (int k = 1; k < 4; ++k) {
-              const int kk = 4 * half + k;
-              h[half] = _mm256_add_epi16(
-                  h[half], _mm256_maddubs_epi16(bcast32(w[r] + 32 * g + 4 * kk), _mm256_load_si256(yg + kk)));
-            }
-          }
-          sum[r] = dpwssd(dpwssd(sum[r], h[0], scale), h[1], scale);
-        }
-      }
-      const __m256 dy = _mm256_load_ps(p.dy[i]);
-      for (int r = 0; r < NR; ++r) {
-        // M over the 8 columns: sum_jp madd(bsum pairs jp, (min 2jp, min 2jp + 1))
-        __m256i m = _mm256_setzero_si256();
-        for (int jp = 0; jp < 4; ++jp) {
-          const int32_t mp = sm[r][8 + 2 * jp] | (sm[r][9 + 2 * jp] << 16);
-          m = _mm256_dpwssd_epi32(m, ld(p.bsp[i][jp]), _mm256_set1_epi32(mp));
-        }
-        const __m256 t = _mm256_fmsub_ps(bcast_half(xb[r]->d), _mm256_cvtepi32_ps(sum[r]),
-                                         _mm256_mul_ps(bcast_half(xb[r]->dmin), _mm256_cvtepi32_ps(m)));
-        acc[r] = _mm256_fmadd_ps(dy, t, acc[r]);
-      }
-    }
-    for (int r = 0; r < NR; ++r) store_cols<NC>(acc[r], s + r, bs, add);
-  }
-};
-#endif  // STRIX_GEMM_VNNI
-
 // ---------------------------------------------------------------- legacy x Q8_0
 
 // A 32-element weight block against a Q8_0 block: sum_b dx_b * dy_b * (w . y)_b.
@@ -507,16 +334,6 @@ struct WQ4_0 {
   __m256 scale(const Block& b) const { return bcast_half(b.d); }
   __m256i unsigned_q(const Block& b) const { return nibbles(b.qs); }
   __m256i signed_q(const Block& b) const { return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8)); }
-};
-
-struct WQ5_0 {
-  static constexpr bool kMin = false;
-  using Block = BlockQ5_0;
-  static constexpr int kOffset = 16;
-  static constexpr bool kSmall = true;
-  __m256 scale(const Block& b) const { return bcast_half(b.d); }
-  __m256i unsigned_q(const Block& b) const { return five_bits(b.qs, b.qh); }
-  __m256i signed_q(const Block& b) const { return _mm256_sub_epi8(five_bits(b.qs, b.qh), _mm256_set1_epi8(16)); }
 };
 
 // A 16-entry byte table (values + add) in both lanes.
@@ -650,25 +467,6 @@ struct TileLegacy {
   }
 };
 
-// Q4_1 / Q5_1 against Q8_1: sum_b dx * dy * (q . y) + mx * sy, q in [0, 31].
-template <bool Q5>
-struct WQ45_1 {
-  using Block = std::conditional_t<Q5, BlockQ5_1, BlockQ4_1>;
-  static constexpr int kOffset = 0;
-  static constexpr bool kSmall = true;
-  static constexpr bool kMin = true;
-  __m256 scale(const Block& b) const { return bcast_half(b.d); }
-  __m256 min(const Block& b) const { return bcast_half(b.m); }
-  __m256i unsigned_q(const Block& b) const {
-    if constexpr (Q5) {
-      return five_bits(b.qs, b.qh);
-    } else {
-      return nibbles(b.qs);
-    }
-  }
-  __m256i signed_q(const Block& b) const { return unsigned_q(b); }
-};
-
 // ---------------------------------------------------------------- IQ4_XS x Q8_K
 
 // Per super-block: sum_j (ls_j - 32) * (w . y)_j, w in [-127, 113] from the
@@ -718,13 +516,73 @@ struct TileIq4Xs {
   }
 };
 
-// ---------------------------------------------------------------- F32 / F16
+// ---------------------------------------------------------------- F32 / F16 in tinyBLAS order
 
-// Register-blocked dot products: NR x NC accumulators of 8 floats, each
-// weight and activation vector loaded (and converted) once per tile; a tail
-// of n % 8 elements is added in scalar float.
-template <bool kHalf, int R = kWide ? 4 : (kHalf ? 2 : 3), int C = 4>
-struct TileFloat {
+// libllama's prefill (two or more activation rows) runs F32 weights, and F16
+// weights against F16 activations, through llamafile's tinyBLAS whenever k is
+// a multiple of its vector width (and m of 4): each output is one FMA chain
+// of a KN-lane vector over all of k, then a horizontal sum. KN is 16 in the
+// AVX-512 build and 8 in the AVX2 build. Decode (one row) and other k go
+// through ggml's vec_dot, here the level's vec_dot. The tiles below keep
+// that chain per output, so Strix's logits match bit for bit. (A weight
+// matrix whose row count is no multiple of 4 goes to vec_dot in libllama;
+// a tile does not see the row count, so that case is the caller's.)
+#if defined(__AVX512F__)
+constexpr int kTinyK = 16;
+#else
+constexpr int kTinyK = 8;
+#endif
+
+#if defined(__AVX512F__)
+// R x C outputs, one 16-lane accumulator each (24 of the 32 registers, as
+// tinyBLAS's own 4 x 6 tile); each k step loads (and converts) every weight
+// and activation vector once. _mm512_reduce_add_ps's order: the 256-bit
+// halves added, then hsum.
+template <bool kHalf, int R = 4, int C = 6>
+struct TileTiny {
+  static constexpr int kRows = R;
+  static constexpr int kCols = C;
+  using T = std::conditional_t<kHalf, uint16_t, float>;
+
+  static __m512 load16(const T* p) {
+    if constexpr (kHalf) {
+      // zero-masked form: GCC 12's plain one trips -Wmaybe-uninitialized
+      return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    } else {
+      return _mm512_loadu_ps(p);
+    }
+  }
+
+  template <int NR, int NC>
+  static void tile(int n, const uint8_t* x, size_t bx, const uint8_t* y, size_t by, float* s, size_t bs) {
+    const T* xr[NR];
+    const T* yc[NC];
+    for (int r = 0; r < NR; ++r) xr[r] = reinterpret_cast<const T*>(x + r * bx);
+    for (int c = 0; c < NC; ++c) yc[c] = reinterpret_cast<const T*>(y + c * by);
+    __m512 acc[NR][NC];
+    for (int r = 0; r < NR; ++r) {
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    for (int k = 0; k < n; k += 16) {
+      __m512 xv[NR];
+      for (int r = 0; r < NR; ++r) xv[r] = load16(xr[r] + k);
+      for (int c = 0; c < NC; ++c) {
+        const __m512 yv = load16(yc[c] + k);
+        for (int r = 0; r < NR; ++r) acc[r][c] = _mm512_fmadd_ps(xv[r], yv, acc[r][c]);
+      }
+    }
+    for (int c = 0; c < NC; ++c) {
+      for (int r = 0; r < NR; ++r) {
+        s[c * bs + r] = hsum(_mm256_add_ps(_mm512_extractf32x8_ps(acc[r][c], 1), _mm512_extractf32x8_ps(acc[r][c], 0)));
+      }
+    }
+  }
+};
+#else
+// R x C outputs, one 8-lane accumulator each (9 of 16 registers); each k
+// step loads (and converts) every weight and activation vector once.
+template <bool kHalf, int R = 3, int C = 3>
+struct TileTiny {
   static constexpr int kRows = R;
   static constexpr int kCols = C;
   using T = std::conditional_t<kHalf, uint16_t, float>;
@@ -736,16 +594,9 @@ struct TileFloat {
       return _mm256_loadu_ps(p);
     }
   }
-  static float one(T v) {
-    if constexpr (kHalf) {
-      return _cvtsh_ss(v);
-    } else {
-      return v;
-    }
-  }
 
   template <int NR, int NC>
-  static void tile(int n, const uint8_t* x, size_t bx, const uint8_t* y, size_t by, float* s, size_t bs, bool add) {
+  static void tile(int n, const uint8_t* x, size_t bx, const uint8_t* y, size_t by, float* s, size_t bs) {
     const T* xr[NR];
     const T* yc[NC];
     for (int r = 0; r < NR; ++r) xr[r] = reinterpret_cast<const T*>(x + r * bx);
@@ -754,8 +605,7 @@ struct TileFloat {
     for (int r = 0; r < NR; ++r) {
       for (int c = 0; c < NC; ++c) acc[r][c] = _mm256_setzero_ps();
     }
-    const int n8 = n & ~7;
-    for (int k = 0; k < n8; k += 8) {
+    for (int k = 0; k < n; k += 8) {
       __m256 xv[NR];
       for (int r = 0; r < NR; ++r) xv[r] = load8(xr[r] + k);
       for (int c = 0; c < NC; ++c) {
@@ -764,69 +614,207 @@ struct TileFloat {
       }
     }
     for (int c = 0; c < NC; ++c) {
-      for (int r = 0; r < NR; ++r) {
-        float tail = 0;
-        for (int k = n8; k < n; ++k) tail += one(xr[r][k]) * one(yc[c][k]);
-        const float v = hsum(acc[r][c]) + tail;
-        s[c * bs + r] = add ? s[c * bs + r] + v : v;
-      }
+      for (int r = 0; r < NR; ++r) s[c * bs + r] = hsum(acc[r][c]);
     }
   }
 };
-
-// The float tiles walk k in passes of kFloatPass elements, so a row tile and
-// a column chunk stay in L1 while every weight row of the call goes by.
-constexpr int kFloatPass = 1024;
+#endif
 
 template <class K, int NC>
-inline void float_rows(int kn, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, float* s, size_t bs,
-                       bool add) {
+inline void tiny_rows(int n, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, float* s, size_t bs) {
   constexpr int R = K::kRows;
   int r = 0;
-  for (; r + R <= nr; r += R) K::template tile<R, NC>(kn, x + r * bx, bx, y, by, s + r, bs, add);
-  for (; r < nr; ++r) K::template tile<1, NC>(kn, x + r * bx, bx, y, by, s + r, bs, add);
+  for (; r + R <= nr; r += R) K::template tile<R, NC>(n, x + r * bx, bx, y, by, s + r, bs);
+  for (; r < nr; ++r) K::template tile<1, NC>(n, x + r * bx, bx, y, by, s + r, bs);
 }
 
 template <class K, int NC>
-inline void float_cols(int cc, int kn, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, float* s,
-                       size_t bs, bool add) {
+inline void tiny_cols(int cc, int n, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, float* s,
+                      size_t bs) {
   if (cc == NC) {
-    float_rows<K, NC>(kn, x, bx, nr, y, by, s, bs, add);
+    tiny_rows<K, NC>(n, x, bx, nr, y, by, s, bs);
     return;
   }
-  if constexpr (NC > 1) float_cols<K, NC - 1>(cc, kn, x, bx, nr, y, by, s, bs, add);
+  if constexpr (NC > 1) tiny_cols<K, NC - 1>(cc, n, x, bx, nr, y, by, s, bs);
 }
 
-template <class K, GgmlType kType>
-void gemm_float(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
+template <bool kHalf, GgmlType kType>
+void gemm_tiny(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
   const auto* x = static_cast<const uint8_t*>(vx);
   const auto* y = static_cast<const uint8_t*>(vy);
-  constexpr size_t kElem = sizeof(typename K::T);
+  if (nc == 1 || n % kTinyK != 0) {  // where ggml calls vec_dot
+    for (int c = 0; c < nc; ++c) one_column_by_vec_dot<kType>(n, x, bx, nr, y + c * by, s + c * bs);
+    return;
+  }
+  using K = TileTiny<kHalf>;
   for (int c0 = 0; c0 < nc; c0 += K::kCols) {
     const int cc = std::min(K::kCols, nc - c0);
-    if (cc == 1) {
-      one_column_by_vec_dot<kType>(n, x, bx, nr, y + c0 * by, s + c0 * bs);
-      continue;
-    }
-    for (int k0 = 0; k0 < n; k0 += kFloatPass) {
-      const int kn = std::min(kFloatPass, n - k0);
-      float_cols<K, K::kCols>(cc, kn, x + k0 * kElem, bx, nr, y + c0 * by + k0 * kElem, by, s + c0 * bs, bs, k0 > 0);
+    tiny_cols<K, K::kCols>(cc, n, x, bx, nr, y + c0 * by, by, s + c0 * bs, bs);
+  }
+}
+
+// ---------------------------------------------------------------- Q5_K in vec_dot's order
+
+// libllama computes every Q5_K output with ggml's x86 vec_dot (no tinyBLAS
+// or repacking for Q5_K), in prefill too. This tile keeps that float order
+// per output: an 8-lane accumulator per (row, column) taking one FMA of
+// d * dy per super-block (lane k: the scaled 4-byte groups k of the 8
+// sub-blocks, exact integers, as in vec_dot), a float per output for the
+// mins term (exact int32 per super-block, one FMA), and hsum(acc) + mins at
+// the end. Each weight super-block is unpacked once for up to kCols
+// columns. The activations (scales, sub-block sums, quants in the layout
+// below) are prepared per pass of kKPass super-blocks; each row's
+// accumulators are carried across passes in a Q5KState, so the FMA chains
+// run over all of k unchanged.
+struct Q5KState {
+  alignas(32) float acc[8][8];  // [column][lane]
+  alignas(32) float accm[8];    // [column]
+};
+
+// Sub-blocks 2j and 2j + 1 (the low and high nibbles of the j-th 32 bytes of
+// qs) are multiplied together: their 16-bit words are interleaved, so one
+// maddubs pair covers bytes 4L, 4L + 1 of both and another 4L + 2, 4L + 3;
+// summed in int16 (|sum| <= 4 * 31 * 128) they give lane L's products of
+// both sub-blocks, and one multiply-add with the scale pair (s_2j, s_2j+1)
+// adds exactly vec_dot's integers to lane L. The activations are laid out
+// the same way once per pass (Q5KPrep::yp), shared by every weight row.
+inline void interleave_words(__m256i lo, __m256i hi, __m256i& v1, __m256i& v2) {
+  v1 = _mm256_blend_epi16(lo, _mm256_slli_epi32(hi, 16), 0xAA);  // dword L: lo word 2L, hi word 2L
+  v2 = _mm256_blend_epi16(_mm256_srli_epi32(lo, 16), hi, 0xAA);  // dword L: lo word 2L + 1, hi word 2L + 1
+}
+
+// Scales (i16, both lanes) and mins (i16 x 8) of a Q5_K block, built in
+// registers (as ggml does): a stack copy read back as one vector misses
+// store forwarding, and its 4K aliasing with the weight loads stalled the
+// tile in some address layouts.
+inline void q5k_scales_mins(const uint8_t packed[12], __m256i& scales, __m128i& mins) {
+  uint32_t a, b, c;
+  std::memcpy(&a, packed, 4);
+  std::memcpy(&b, packed + 4, 4);
+  std::memcpy(&c, packed + 8, 4);
+  const __m128i w = _mm_set_epi32(
+      static_cast<int>(((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4)), static_cast<int>(b & 0x3f3f3f3fu),
+      static_cast<int>((c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4)), static_cast<int>(a & 0x3f3f3f3fu));
+  const __m256i w16 = _mm256_cvtepu8_epi16(w);
+  scales = _mm256_permute2x128_si256(w16, w16, 0x00);
+  mins = _mm256_extracti128_si256(w16, 1);
+}
+
+struct Q5KPrep {
+  KPrep k;                                      // activation scales, sub-block sums
+  alignas(32) uint8_t yp[kKPass][8][4][2][32];  // [block][column][j]: interleaved sub-blocks 2j, 2j + 1
+};
+
+inline void q5k_prepare(Q5KPrep& p, const uint8_t* y, size_t by, int nc, int b0, int nb) {
+  k_prepare(p.k, y, by, nc, b0, nb, true);
+  for (int i = 0; i < nb; ++i) {
+    for (int c = 0; c < nc; ++c) {
+      const BlockQ8_K& b = reinterpret_cast<const BlockQ8_K*>(y + c * by)[b0 + i];
+      for (int j = 0; j < 4; ++j) {
+        __m256i v1, v2;
+        interleave_words(ld(b.qs + 64 * j), ld(b.qs + 64 * j + 32), v1, v2);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.yp[i][c][j][0]), v1);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(p.yp[i][c][j][1]), v2);
+      }
     }
   }
 }
 
-#if STRIX_GEMM_VNNI
-// Q5_K on AVX-512: the transposed tile (measured ~15-20% faster) for whole
-// chunks of 8 columns; the rest, where it would compute padding, per column.
-inline void gemm_q5_K(int n, const void* x, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
+template <int NC>
+inline void q5k_pass(const Q5KPrep& p, const uint8_t* x, int b0, int nb, Q5KState& st) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256 acc[NC];
+  __m256 accm;
+  if (b0 == 0) {  // the first pass starts the chains
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    accm = _mm256_setzero_ps();
+  } else {
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_load_ps(st.acc[c]);
+    accm = _mm256_load_ps(st.accm);
+  }
+  for (int i = 0; i < nb; ++i) {
+    const BlockQ5_K& xb = reinterpret_cast<const BlockQ5_K*>(x)[b0 + i];
+    __m256i sc;
+    __m128i mn;
+    q5k_scales_mins(xb.scales, sc, mn);
+    const __m256i qh = ld(xb.qh);
+    __m256i sumi[NC];
+    for (int c = 0; c < NC; ++c) sumi[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // 64 elements: low nibbles (sub-block 2j), high (2j + 1)
+      const __m256i bits = ld(xb.qs + 32 * j);
+      const __m256i lo = _mm256_or_si256(_mm256_and_si256(bits, m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j), one), 4));
+      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 4), m4),
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * j + 1), one), 4));
+      __m256i v1, v2;
+      interleave_words(lo, hi, v1, v2);
+      const __m256i scale_pair = _mm256_permutevar8x32_epi32(sc, _mm256_set1_epi32(j));  // (s_2j, s_2j+1)
+      for (int c = 0; c < NC; ++c) {
+        const __m256i* yp = reinterpret_cast<const __m256i*>(p.yp[i][c][j]);
+        const __m256i pr = _mm256_add_epi16(_mm256_maddubs_epi16(v1, _mm256_load_si256(yp)),
+                                            _mm256_maddubs_epi16(v2, _mm256_load_si256(yp + 1)));
+        sumi[c] = dpwssd(sumi[c], pr, scale_pair);
+      }
+    }
+    // vec_dot's d = dy * d_x and dmin = -dy * dmin_x, column by column
+    const __m256 dy = _mm256_load_ps(p.k.dy[i]);
+    const __m256 d = _mm256_mul_ps(bcast_half(xb.d), dy);
+    for (int c = 0; c < NC; ++c) {
+      acc[c] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(d, _mm256_set1_epi32(c)), _mm256_cvtepi32_ps(sumi[c]), acc[c]);
+    }
+    // M over the columns (exact): sum_jp madd(bsum pairs jp, (min 2jp, min 2jp + 1))
+    const __m256i mn32 = _mm256_broadcastsi128_si256(mn);
+    __m256i m = _mm256_setzero_si256();
+    for (int jp = 0; jp < 4; ++jp) {
+      m = dpwssd(m, ld(p.k.bsp[i][jp]), _mm256_permutevar8x32_epi32(mn32, _mm256_set1_epi32(jp)));
+    }
+    const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-_cvtsh_ss(xb.dmin)), dy);
+    accm = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(m), accm);
+  }
+  for (int c = 0; c < NC; ++c) _mm256_store_ps(st.acc[c], acc[c]);
+  _mm256_store_ps(st.accm, accm);
+}
+
+template <int NC>
+inline void q5k_pass_cols(int cc, const Q5KPrep& p, const uint8_t* x, int b0, int nb, Q5KState& st) {
+  if (cc == NC) {
+    q5k_pass<NC>(p, x, b0, nb, st);
+    return;
+  }
+  if constexpr (NC > 2) q5k_pass_cols<NC - 1>(cc, p, x, b0, nb, st);
+}
+
+inline void gemm_q5_K(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
+                      size_t bs) {
+  constexpr int kCols = kWide ? 8 : 4;  // registers: 2 * kCols accumulators + the unpacked weights
+  constexpr int kRowGroup = 16;         // rows whose states are carried across the passes
+  const auto* x = static_cast<const uint8_t*>(vx);
   const auto* y = static_cast<const uint8_t*>(vy);
-  const int full = nc / 8 * 8;
-  if (full > 0) gemm_prepared<TileQ45KT<true>, GgmlType::Q5_K>(n, x, bx, nr, y, by, full, s, bs);
-  if (nc > full) {
-    gemm_prepared<TileQ45K<true>, GgmlType::Q5_K>(n, x, bx, nr, y + full * by, by, nc - full, s + full * bs, bs);
+  const int nb_all = n / 256;
+  Q5KPrep prep;
+  Q5KState st[kRowGroup];
+  for (int c0 = 0; c0 < nc; c0 += kCols) {
+    const int cc = std::min(kCols, nc - c0);
+    const uint8_t* yc = y + c0 * by;
+    if (cc == 1) {  // the same order; vec_dot has less overhead for one column
+      one_column_by_vec_dot<GgmlType::Q5_K>(n, x, bx, nr, yc, s + c0 * bs);
+      continue;
+    }
+    for (int r0 = 0; r0 < nr; r0 += kRowGroup) {
+      const int rn = std::min(kRowGroup, nr - r0);
+      for (int b0 = 0; b0 < nb_all; b0 += kKPass) {
+        const int nb = std::min(kKPass, nb_all - b0);
+        q5k_prepare(prep, yc, by, cc, b0, nb);
+        for (int r = 0; r < rn; ++r) q5k_pass_cols<kCols>(cc, prep, x + (r0 + r) * bx, b0, nb, st[r]);
+      }
+      for (int r = 0; r < rn; ++r) {
+        for (int c = 0; c < cc; ++c) s[(c0 + c) * bs + r0 + r] = hsum(_mm256_load_ps(st[r].acc[c])) + st[r].accm[c];
+      }
+    }
   }
 }
-#endif
 
 inline void set_gemm(CpuKernels& k, GgmlType w, GemmFn fn) { k.gemm[static_cast<uint32_t>(w)] = fn; }
 
@@ -836,23 +824,17 @@ inline void set_gemm(CpuKernels& k, GgmlType w, GemmFn fn) { k.gemm[static_cast<
 inline void fill_x86_gemm(CpuKernels& k) {
   using namespace gemm;
   set_gemm(k, GgmlType::Q4_K, gemm_prepared<TileQ45K<false>, GgmlType::Q4_K>);
-#if STRIX_GEMM_VNNI
   set_gemm(k, GgmlType::Q5_K, gemm_q5_K);
-#else
-  set_gemm(k, GgmlType::Q5_K, gemm_prepared<TileQ45K<true>, GgmlType::Q5_K>);
-#endif
   // Q6_K has no tile here: libllama sums it in vec_dot's order in decode and
   // prefill, which the vec_dot loop reproduces bit for bit. Q8_0's tile, in
-  // ggml's per-output order, is simd_gemm_q8_0 in kernels_x86_simd.h.
+  // ggml's per-output order, is simd_gemm_q8_0 in kernels_x86_simd.h, and so are
+  // Q5_0's (tinyBLAS_Q0) and Q4_1 / Q5_1's (vec_dot): simd_gemm_chain.
   set_gemm(k, GgmlType::IQ4_XS, gemm_prepared<TileIq4Xs, GgmlType::IQ4_XS>);
   set_gemm(k, GgmlType::Q4_0, gemm_prepared<TileLegacy<WQ4_0>, GgmlType::Q4_0>);
-  set_gemm(k, GgmlType::Q5_0, gemm_prepared<TileLegacy<WQ5_0>, GgmlType::Q5_0>);
   set_gemm(k, GgmlType::IQ4_NL, gemm_prepared<TileLegacy<WIq4Nl>, GgmlType::IQ4_NL>);
   set_gemm(k, GgmlType::MXFP4, gemm_prepared<TileLegacy<WMxfp4>, GgmlType::MXFP4>);
-  set_gemm(k, GgmlType::Q4_1, gemm_prepared<TileLegacy<WQ45_1<false>>, GgmlType::Q4_1>);
-  set_gemm(k, GgmlType::Q5_1, gemm_prepared<TileLegacy<WQ45_1<true>>, GgmlType::Q5_1>);
-  set_gemm(k, GgmlType::F32, gemm_float<TileFloat<false>, GgmlType::F32>);
-  set_gemm(k, GgmlType::F16, gemm_float<TileFloat<true>, GgmlType::F16>);
+  set_gemm(k, GgmlType::F32, gemm_tiny<false, GgmlType::F32>);
+  set_gemm(k, GgmlType::F16, gemm_tiny<true, GgmlType::F16>);
 }
 
 #undef STRIX_GEMM_VNNI

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/kernel_blocks.h"
 #include "backend/cpu/kernels.h"
@@ -106,22 +107,6 @@ inline __m256i unpack_nibbles(const uint8_t* p) {
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // ---------------------------------------------------------------- legacy x q8_0
-
-// Sum over nb blocks of fma(d_b, products_b): `step(ib, acc)` returns
-// fma(d, float(products), acc) for block ib. Two accumulators break the FMA
-// latency chain (one block is only a few instructions of work).
-template <typename Step>
-inline float accumulate_blocks(int nb, Step step) {
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  int ib = 0;
-  for (; ib + 1 < nb; ib += 2) {
-    acc0 = step(ib, acc0);
-    acc1 = step(ib + 1, acc1);
-  }
-  if (ib < nb) acc0 = step(ib, acc0);
-  return hsum_f32x8(_mm256_add_ps(acc0, acc1));
-}
 
 // Lane j of the result: the sum of the eight lanes of p[j].
 inline __m256i lane_sums8(const __m256i p[8]) {
@@ -322,7 +307,7 @@ inline __m256i bytes_from_bits(const uint8_t bits[4]) {
 }
 
 // The 32 five-bit values of a Q5 block: nibbles plus bit j of qh as bit 4.
-// unsigned: [0, 31] (Q5_1); centered: value - 16 in [-16, 15] (Q5_0).
+// unsigned: [0, 31] (Q5_0 takes 16 off later).
 inline __m256i q5_unsigned(const uint8_t qs[16], const uint8_t qh[4]) {
   const __m256i nib = unpack_nibbles(qs);
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -331,18 +316,6 @@ inline __m256i q5_unsigned(const uint8_t qs[16], const uint8_t qh[4]) {
   return _mm256_mask_add_epi8(nib, k, nib, _mm256_set1_epi8(0x10));  // bit set: nibble + 16
 #else
   return _mm256_or_si256(nib, _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(0x10)));
-#endif
-}
-
-inline __m256i q5_centered(const uint8_t qs[16], const uint8_t qh[4]) {
-  const __m256i nib = unpack_nibbles(qs);
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-  uint32_t k;
-  std::memcpy(&k, qh, 4);
-  return _mm256_mask_sub_epi8(nib, ~k, nib, _mm256_set1_epi8(16));  // bit clear: nibble - 16
-#else
-  // bit clear: nibble | 0xF0 = nibble - 16 as int8; bit set: the nibble itself
-  return _mm256_or_si256(nib, _mm256_andnot_si256(bytes_from_bits(qh), _mm256_set1_epi8(static_cast<char>(0xF0))));
 #endif
 }
 
@@ -355,52 +328,129 @@ inline __m256i table16(const int8_t values[16]) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
 }
 
-// Q4_1 / Q5_1 x Q8_1: sum_b d_b * (qx . qy) + m_b * s_b, where s = dy * sum(qy)
-// carries the min term. `quants(ib)` gives block ib's unsigned quants.
-template <typename Block, typename Quants>
-inline float dot_with_min(int nb, const Block* x, const BlockQ8_1* y, Quants quants) {
-  // Both blocks start with two halves ((d, m) and (d, s)): one conversion
-  // gives [dx, mx, dy, sy], one multiply [dx * dy, mx * sy].
-  auto step = [&](int ib, __m256 acc, __m128& mins) {
-    uint32_t hx, hy;
-    std::memcpy(&hx, &x[ib], 4);
-    std::memcpy(&hy, &y[ib], 4);
-    const __m128 v = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(hx | (static_cast<uint64_t>(hy) << 32))));
-    const __m128 prod = _mm_mul_ps(v, _mm_movehl_ps(v, v));
-    mins = _mm_add_ps(mins, prod);  // lane 1 collects the min terms
-    const __m256i p = dot_u8s8(quants(ib), load256(y[ib].qs));
-    return _mm256_fmadd_ps(_mm256_broadcastss_ps(prod), _mm256_cvtepi32_ps(p), acc);
-  };
-  // two independent chains, unrolled so they stay in registers
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m128 mins0 = _mm_setzero_ps(), mins1 = _mm_setzero_ps();
-  int ib = 0;
-  for (; ib + 1 < nb; ib += 2) {
-    acc0 = step(ib, acc0, mins0);
-    acc1 = step(ib + 1, acc1, mins1);
+// Q5_0, Q4_1 and Q5_1 in ggml-cpu's exact float order. libllama's vec_dot
+// (decode; and every output of Q4_1 / Q5_1, which tinyBLAS does not take)
+// keeps one 8-lane FMA chain of (dx * dy) * (q . y) over the blocks, then
+// hsum; Q4_1 / Q5_1 add a scalar sum of mx * sy, one contracted FMA per block,
+// after the hsum. tinyBLAS_Q0 (Q5_0 prefill, two or more activation rows)
+// keeps the same chain per output. Matching it makes the logits bit-identical.
+struct ChainQ5_0 {
+  using Block = BlockQ5_0;
+  using YBlock = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static constexpr int kOffset = 16;  // quants are u - 16, u in [0, 31]
+  static __m256i quants(const Block& b) { return q5_unsigned(b.qs, b.qh); }
+};
+
+template <bool Q5>
+struct ChainQ45_1 {
+  using Block = std::conditional_t<Q5, BlockQ5_1, BlockQ4_1>;
+  using YBlock = BlockQ8_1;
+  static constexpr bool kMin = true;
+  static constexpr int kOffset = 0;
+  static __m256i quants(const Block& b) {
+    if constexpr (Q5) {
+      return q5_unsigned(b.qs, b.qh);
+    } else {
+      return unpack_nibbles(b.qs);
+    }
   }
-  if (ib < nb) acc0 = step(ib, acc0, mins0);
-  const __m128 mins = _mm_add_ps(mins0, mins1);
-  return hsum_f32x8(_mm256_add_ps(acc0, acc1)) + _mm_cvtss_f32(_mm_movehdup_ps(mins));
+};
+
+// RM weight rows x RN activation rows, each output its own chain. The int
+// lanes are ggml's (sums of four adjacent products); an offset is taken off
+// per column as -kOffset * (sums of four y), exact, so the unsigned quants
+// need no sign tricks per output.
+template <class C, int RM, int RN>
+inline void chain_tile(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, float* s, size_t bs) {
+  using Block = typename C::Block;
+  using YBlock = typename C::YBlock;
+  static_assert(RM <= 4);
+  __m256 acc[RM][RN];
+  __m128 mins[RN];  // lane r: row r's min-term chain (scalar arithmetic per lane)
+  for (int c = 0; c < RN; ++c) {
+    for (int r = 0; r < RM; ++r) acc[r][c] = _mm256_setzero_ps();
+    mins[c] = _mm_setzero_ps();
+  }
+  for (int ib = 0; ib < nb; ++ib) {
+    __m256i xq[RM];
+    float dx[RM];
+    uint64_t mh = 0;  // the rows' min halves, converted together (no store-forwarding stall)
+    for (int r = 0; r < RM; ++r) {
+      const Block& xb = reinterpret_cast<const Block*>(X + r * bx)[ib];
+      xq[r] = C::quants(xb);
+      dx[r] = fp16_scalar(xb.d);
+      if constexpr (C::kMin) mh |= static_cast<uint64_t>(xb.m) << (16 * r);
+    }
+    for (int c = 0; c < RN; ++c) {
+      const YBlock& yb = reinterpret_cast<const YBlock*>(Y + c * by)[ib];
+      const __m256i yq = load256(yb.qs);
+      const float dy = fp16_scalar(yb.d);
+      __m256i base = _mm256_setzero_si256();
+      if constexpr (C::kOffset != 0) {
+        base = _mm256_sub_epi32(base, dot_u8s8(_mm256_set1_epi8(static_cast<char>(C::kOffset)), yq));
+      }
+      for (int r = 0; r < RM; ++r) {
+        const __m256i p = dot_u8s8_acc(base, xq[r], yq);
+        acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(p), acc[r][c]);
+      }
+      if constexpr (C::kMin) {
+        const __m128 mx = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(mh)));
+        mins[c] = _mm_fmadd_ps(mx, _mm_set1_ps(fp16_scalar(yb.s)), mins[c]);
+      }
+    }
+  }
+  for (int c = 0; c < RN; ++c) {
+    alignas(16) float m[4];
+    _mm_store_ps(m, mins[c]);
+    for (int r = 0; r < RM; ++r) s[c * bs + r] = hsum_f32x8(acc[r][c]) + m[r];
+  }
 }
 
-void simd_dot_q4_1_q8_1(int n, float* s, const void* vx, const void* vy) {
-  const auto* x = static_cast<const BlockQ4_1*>(vx);
-  *s = dot_with_min(n / 32, x, static_cast<const BlockQ8_1*>(vy),
-                    [&](int ib) { return unpack_nibbles(x[ib].qs); });  // u8 in [0, 15]
+template <class C>
+void simd_dot_chain(int n, float* s, const void* vx, const void* vy) {
+  chain_tile<C, 1, 1>(n / 32, static_cast<const uint8_t*>(vx), 0, static_cast<const uint8_t*>(vy), 0, s, 0);
 }
 
-void simd_dot_q5_1_q8_1(int n, float* s, const void* vx, const void* vy) {
-  const auto* x = static_cast<const BlockQ5_1*>(vx);
-  *s = dot_with_min(n / 32, x, static_cast<const BlockQ8_1*>(vy),
-                    [&](int ib) { return q5_unsigned(x[ib].qs, x[ib].qh); });
+template <class C, int RM>
+inline void chain_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s, size_t bs) {
+  // four columns where the registers allow (AVX-512: 32 vector registers)
+#if defined(__AVX512F__)
+  constexpr int kCols = 4;
+#else
+  constexpr int kCols = 2;
+#endif
+  int c = 0;
+  for (; c + kCols <= nc; c += kCols) chain_tile<C, RM, kCols>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
+  for (; c + 2 <= nc; c += 2) chain_tile<C, RM, 2>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
+  if (c < nc) chain_tile<C, RM, 1>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
 }
 
-void simd_dot_q5_0_q8_0(int n, float* s, const void* vx, const void* vy) {
-  const auto* x = static_cast<const BlockQ5_0*>(vx);
-  const auto* y = static_cast<const BlockQ8_0*>(vy);
-  *s = sum_scaled_blocks(n / 32, x, y,
-                         [&](int ib) { return dot_s8s8(q5_centered(x[ib].qs, x[ib].qh), load256(y[ib].qs)); });
+template <class C>
+void simd_gemm_chain(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
+                     size_t bs) {
+  const auto* X = static_cast<const uint8_t*>(vx);
+  const auto* Y = static_cast<const uint8_t*>(vy);
+  const int nb = n / 32;
+  if (nc == 1) {  // decode: row by row (the same order)
+    for (int r = 0; r < nr; ++r) chain_tile<C, 1, 1>(nb, X + r * bx, bx, Y, by, s + r, bs);
+    return;
+  }
+  int r = 0;
+  for (; r + 4 <= nr; r += 4) chain_cols<C, 4>(nb, X + r * bx, bx, Y, by, nc, s + r, bs);
+  switch (nr - r) {
+    case 3:
+      chain_cols<C, 3>(nb, X + r * bx, bx, Y, by, nc, s + r, bs);
+      break;
+    case 2:
+      chain_cols<C, 2>(nb, X + r * bx, bx, Y, by, nc, s + r, bs);
+      break;
+    case 1:
+      chain_cols<C, 1>(nb, X + r * bx, bx, Y, by, nc, s + r, bs);
+      break;
+    default:
+      break;
+  }
 }
 
 void simd_dot_iq4_nl_q8_0(int n, float* s, const void* vx, const void* vy) {
@@ -417,11 +467,27 @@ void simd_dot_mxfp4_q8_0(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const BlockMxfp4*>(vx);
   const auto* y = static_cast<const BlockQ8_0*>(vy);
   const __m256i table = table16(kMxfp4Doubled);
-  *s = accumulate_blocks(n / 32, [&](int ib, __m256 acc) {
+  auto step = [&](int ib, __m256 acc) {
     const __m256 d = _mm256_set1_ps(fp16_scalar(y[ib].d) * e8m0_half(x[ib].e));
     const __m256i p = dot_s8s8(lookup_nibbles(table, x[ib].qs), load256(y[ib].qs));
     return _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
-  });
+  };
+  // ggml-cpu's order: two chains over pairs of blocks, hsum of their sum,
+  // then an odd last block as a scalar fma after the hsum.
+  const int nb = n / 32;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int ib = 0;
+  for (; ib + 1 < nb; ib += 2) {
+    acc0 = step(ib, acc0);
+    acc1 = step(ib + 1, acc1);
+  }
+  float sum = hsum_f32x8(_mm256_add_ps(acc0, acc1));
+  if (ib < nb) {
+    const float d = fp16_scalar(y[ib].d) * e8m0_half(x[ib].e);
+    const int p = hsum_i32x8(dot_s8s8(lookup_nibbles(table, x[ib].qs), load256(y[ib].qs)));
+    sum = std::fma(d, static_cast<float>(p), sum);
+  }
+  *s = sum;
 }
 
 void simd_dot_iq4_xs_q8_K(int n, float* s, const void* vx, const void* vy) {
@@ -507,11 +573,16 @@ void simd_dot_q4_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   *s = hsum_f32x8(acc) + _mm_cvtss_f32(m);
 }
 
+// Q5_K in ggml-cpu's exact float order (libllama runs Q5_K through its x86
+// vec_dot in decode and prefill alike): per super-block one 8-lane FMA of
+// d * dy with the int32 lanes (lane k: the 4-byte groups k of all sub-blocks,
+// scaled), and the mins term summed exactly in int32, then one scalar FMA
+// into its own float; at the end hsum(acc) + that float.
 void simd_dot_q5_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const BlockQ5_K*>(vx);
   const auto* y = static_cast<const BlockQ8_K*>(vy);
   __m256 acc = _mm256_setzero_ps();
-  __m128 acc_m = _mm_setzero_ps();
+  __m128 acc_m = _mm_setzero_ps();  // lane 0 only
   const __m256i mask4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   for (int i = 0; i < n / 256; ++i) {
@@ -520,8 +591,10 @@ void simd_dot_q5_K_q8_K(int n, float* s, const void* vx, const void* vy) {
     k_scales_mins(x[i].scales, scales, mins);
     const float d = fp16_scalar(x[i].d) * y[i].d;
     const float dmin = -fp16_scalar(x[i].dmin) * y[i].d;
-    const __m128i mp = k_min_products(y[i].bsums, mins);
-    acc_m = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(mp), acc_m);
+    __m128i mp = k_min_products(y[i].bsums, mins);
+    mp = _mm_add_epi32(mp, _mm_unpackhi_epi64(mp, mp));
+    mp = _mm_add_epi32(mp, _mm_shuffle_epi32(mp, _MM_SHUFFLE(2, 3, 0, 1)));
+    acc_m = _mm_fmadd_ss(_mm_set_ss(dmin), _mm_cvtepi32_ps(mp), acc_m);
     const __m256i hbits = load256(x[i].qh);  // bit sb of byte l: fifth bit of element 32*sb + l
     __m256i sumi = _mm256_setzero_si256();
     __m256i sumi2 = _mm256_setzero_si256();
@@ -538,9 +611,7 @@ void simd_dot_q5_K_q8_K(int n, float* s, const void* vx, const void* vy) {
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi, sumi2)), acc);
   }
-  __m128 m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  *s = hsum_f32x8(acc) + _mm_cvtss_f32(m);
+  *s = hsum_f32x8(acc) + _mm_cvtss_f32(acc_m);
 }
 
 void simd_dot_q6_K_q8_K(int n, float* s, const void* vx, const void* vy) {
@@ -584,50 +655,139 @@ void simd_dot_q6_K_q8_K(int n, float* s, const void* vx, const void* vy) {
 
 // ---------------------------------------------------------------- F16 x F16
 
-// ggml's x86 layout: four accumulators of one vector each, fused multiply-add,
-// reduced pairwise; a tail not filling the four vectors is added in double.
-// 256-bit vectors on every level: on the AMD EPYC host 512-bit F16 conversion
-// measured ~40% slower (libggml's zen4 build shows the same).
+#if !defined(__AVX512F__)  // the AVX-512 level has ggml's 16-lane order below
+// The AVX2 libggml-cpu (haswell build) sums F32 / F16 dot products in four
+// 8-lane accumulators over steps of 32, reduced as (a0 + a2) + (a1 + a3),
+// then GGML_F32x8_REDUCE: the 128-bit halves added, then two hadds.
+inline float hsum_f32x8_hadd(__m256 v) {
+  __m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  r = _mm_hadd_ps(r, r);
+  return _mm_cvtss_f32(_mm_hadd_ps(r, r));
+}
+
+template <bool kHalf>
+inline float haswell_dot_head(int np, const void* x, const void* y) {
+  auto load = [](const void* p, int i) {
+    if constexpr (kHalf) {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+    } else {
+      return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+    }
+  };
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int i = 0; i < np; i += 32) {
+    for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(load(x, i + 8 * j), load(y, i + 8 * j), acc[j]);
+  }
+  return hsum_f32x8_hadd(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
+}
+
+// ggml_vec_dot_f16: the tail after the last 32 adds float products in double.
+// 256-bit vectors: on the AMD EPYC host 512-bit F16 conversion measured ~40%
+// slower.
 void simd_dot_f16_f16(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const uint16_t*>(vx);
   const auto* y = static_cast<const uint16_t*>(vy);
-  constexpr int kEpr = 8;
-  using V = __m256;
-  auto load = [](const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); };
-  auto fma = [](V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); };
-  auto add = [](V a, V b) { return _mm256_add_ps(a, b); };
-  auto zero = []() { return _mm256_setzero_ps(); };
-  auto reduce = [](V v) { return hsum_f32x8(v); };
-  constexpr int kStep = 4 * kEpr;
-  const int np = n & ~(kStep - 1);
-  V acc[4] = {zero(), zero(), zero(), zero()};
-  for (int i = 0; i < np; i += kStep) {
-    for (int j = 0; j < 4; ++j) acc[j] = fma(load(x + i + j * kEpr), load(y + i + j * kEpr), acc[j]);
-  }
-  acc[0] = add(add(acc[0], acc[2]), add(acc[1], acc[3]));
-  double sum = reduce(acc[0]);
+  const int np = n & ~31;
+  double sum = haswell_dot_head<true>(np, x, y);
   for (int i = np; i < n; ++i) sum += static_cast<double>(fp16_scalar(x[i]) * fp16_scalar(y[i]));
   *s = static_cast<float>(sum);
 }
+#endif
 
 // ---------------------------------------------------------------- F32, BF16
 
-// ggml's x86 layout: four accumulators of 8 lanes with FMA, reduced pairwise;
-// a tail shorter than 32 is added in float.
+#if !defined(__AVX512F__)
+// ggml_vec_dot_f32 of the haswell build: the tail after the last 32 is
+// `sum += x[i] * y[i]` in element order, which GCC vectorised 8 and then 4
+// at a time (products rounded, then added one by one) and fused for the
+// last < 4.
 void simd_dot_f32_f32(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const float*>(vx);
   const auto* y = static_cast<const float*>(vy);
   const int np = n & ~31;
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int i = 0; i < np; i += 32) {
-    for (int j = 0; j < 4; ++j) {
-      acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * j), _mm256_loadu_ps(y + i + 8 * j), acc[j]);
-    }
+  float sum = haswell_dot_head<false>(np, x, y);
+  int i = np;
+  alignas(32) float p[8];
+  for (; n - i >= 8; i += 8) {
+    _mm256_store_ps(p, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (int j = 0; j < 8; ++j) sum += p[j];
   }
-  float sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3])));
-  for (int i = np; i < n; ++i) sum += x[i] * y[i];
+  if (n - i >= 4) {
+    _mm_store_ps(p, _mm_mul_ps(_mm_loadu_ps(x + i), _mm_loadu_ps(y + i)));
+    for (int j = 0; j < 4; ++j) sum += p[j];
+    i += 4;
+  }
+  for (; i < n; ++i) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[i]), _mm_set_ss(y[i]), _mm_set_ss(sum)));
   *s = sum;
 }
+#endif
+
+#if defined(__AVX512F__)
+// The zen4-class libggml-cpu (AVX-512) sums F32 and F16 dot products in
+// 16-lane vectors: four accumulators over steps of 64 elements, reduced as
+// (a0 + a2) + (a1 + a3), then _mm512_reduce_add_ps as GCC expands it. Each
+// 16-lane vector is kept here as two 8-lane halves (the same arithmetic per
+// lane; 256-bit F16 conversion measured faster on this host), and that
+// reduction is hsum_f32x8(lo + hi): 256-bit halves, 128-bit halves, pairs.
+// Matching it makes Strix's decode (libllama's vec_dot) bit-identical.
+template <bool kHalf>
+inline __m256 load8_as_f32(const void* p, int i) {
+  if constexpr (kHalf) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(p) + i)));
+  } else {
+    return _mm256_loadu_ps(static_cast<const float*>(p) + i);
+  }
+}
+
+template <bool kHalf>
+inline float zen4_dot_head(int np, const void* x, const void* y) {
+  __m256 lo[4], hi[4];
+  for (int j = 0; j < 4; ++j) lo[j] = hi[j] = _mm256_setzero_ps();
+  for (int i = 0; i < np; i += 64) {
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = _mm256_fmadd_ps(load8_as_f32<kHalf>(x, i + 16 * j), load8_as_f32<kHalf>(y, i + 16 * j), lo[j]);
+      hi[j] = _mm256_fmadd_ps(load8_as_f32<kHalf>(x, i + 16 * j + 8), load8_as_f32<kHalf>(y, i + 16 * j + 8), hi[j]);
+    }
+  }
+  const __m256 l = _mm256_add_ps(_mm256_add_ps(lo[0], lo[2]), _mm256_add_ps(lo[1], lo[3]));
+  const __m256 h = _mm256_add_ps(_mm256_add_ps(hi[0], hi[2]), _mm256_add_ps(hi[1], hi[3]));
+  return hsum_f32x8(_mm256_add_ps(l, h));
+}
+
+// ggml_vec_dot_f32: the tail after the last 64 is `sum += x[i] * y[i]` in
+// element order, which GCC vectorised 16 and then 8 at a time (products
+// rounded, then added one by one) and fused for the last < 8.
+void simd_dot_f32_f32_zen4(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const float*>(vx);
+  const auto* y = static_cast<const float*>(vy);
+  const int np = n & ~63;
+  float sum = zen4_dot_head<false>(np, x, y);
+  int i = np;
+  alignas(32) float p[16];
+  for (; n - i >= 16; i += 16) {
+    _mm256_store_ps(p, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    _mm256_store_ps(p + 8, _mm256_mul_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8)));
+    for (int j = 0; j < 16; ++j) sum += p[j];
+  }
+  if (n - i >= 8) {
+    _mm256_store_ps(p, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (int j = 0; j < 8; ++j) sum += p[j];
+    i += 8;
+  }
+  for (; i < n; ++i) sum = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(x[i]), _mm_set_ss(y[i]), _mm_set_ss(sum)));
+  *s = sum;
+}
+
+// ggml_vec_dot_f16: the tail after the last 64 adds float products in double.
+void simd_dot_f16_f16_zen4(int n, float* s, const void* vx, const void* vy) {
+  const auto* x = static_cast<const uint16_t*>(vx);
+  const auto* y = static_cast<const uint16_t*>(vy);
+  const int np = n & ~63;
+  double sum = zen4_dot_head<true>(np, x, y);
+  for (int i = np; i < n; ++i) sum += static_cast<double>(fp16_scalar(x[i]) * fp16_scalar(y[i]));
+  *s = static_cast<float>(sum);
+}
+#endif
 
 // BF16 x BF16: the products are exact in float (8-bit significands), so only
 // the summation order differs from ggml. 16 elements per 256-bit load: the
@@ -702,15 +862,15 @@ void simd_dot_q2_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   const auto* x = static_cast<const BlockQ2_K*>(vx);
   const auto* y = static_cast<const BlockQ8_K*>(vy);
   const __m256i mask2 = _mm256_set1_epi8(3);
+  // ggml-cpu's order: one chain, per super-block the min term's FMA first,
+  // then the scales' (int lanes: four adjacent elements of each 32).
   __m256 acc = _mm256_setzero_ps();
-  __m256 acc_m = _mm256_setzero_ps();
   for (int i = 0; i < n / 256; ++i) {
     const float d = y[i].d * fp16_scalar(x[i].d);
     const float dmin = -y[i].d * fp16_scalar(x[i].dmin);
     const __m128i sc_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc_bytes, 4), _mm_set1_epi8(0x0F)));
-    acc_m =
-        _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_madd_epi16(load256(y[i].bsums), mins)), acc_m);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_madd_epi16(load256(y[i].bsums), mins)), acc);
     const __m128i scales = _mm_and_si128(sc_bytes, _mm_set1_epi8(0x0F));
     __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int c = 0; c < 2; ++c) {  // 128 elements: 32 bytes, four 2-bit planes
@@ -725,7 +885,7 @@ void simd_dot_q2_K_q8_K(int n, float* s, const void* vx, const void* vy) {
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
   }
-  *s = hsum_f32x8(_mm256_add_ps(acc, acc_m));
+  *s = hsum_f32x8(acc);
 }
 
 // Q3_K's 16 six-bit scales minus 32, as int8 (unpack_q3_k_scales, in registers:
@@ -751,7 +911,9 @@ void simd_dot_q3_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   for (int i = 0; i < n / 256; ++i) {
     const float d = fp16_scalar(x[i].d) * y[i].d;
     const __m128i sc_bytes = q3_k_scales(x[i].scales);
-    // values are u - 4 with u in [0, 7]: sum sc * (u . q8) - 4 * sum sc * bsum
+    // values are u - 4 with u in [0, 7]: (u . q8) - (4 . q8) per pair of
+    // elements, so that each int lane holds ggml-cpu's four elements of each
+    // 32 (its float chain is per lane: a bsums correction would regroup them)
     const __m256i hm = load256(x[i].hmask);
     __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
     for (int c = 0; c < 2; ++c) {
@@ -764,13 +926,12 @@ void simd_dot_q3_K_q8_K(int n, float* s, const void* vx, const void* vy) {
         const __m256i hb = g <= 2 ? _mm256_slli_epi16(hm, 2 - g) : _mm256_srli_epi16(hm, g - 2);
         const __m256i q =
             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), mask2), _mm256_and_si256(hb, four));
-        const __m256i p = _mm256_maddubs_epi16(q, load256(y[i].qs + 32 * g));
+        const __m256i y8 = load256(y[i].qs + 32 * g);
+        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y8), _mm256_maddubs_epi16(four, y8));
         sumi[j & 1] = madd_acc(sumi[j & 1], p, broadcast_word_pair(sc8, 2 * j));
       }
     }
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(y[i].bsums), _mm256_cvtepi8_epi16(sc_bytes)), 2);
-    const __m256i total = _mm256_sub_epi32(_mm256_add_epi32(sumi[0], sumi[1]), offset);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(total), acc);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[0], sumi[1])), acc);
   }
   *s = hsum_f32x8(acc);
 }
@@ -1307,17 +1468,25 @@ inline void fill_x86_simd(CpuKernels& k) {
   set_dot(k, GgmlType::Q8_0, simd_dot_q8_0_q8_0);
   k.gemm[static_cast<uint32_t>(GgmlType::Q8_0)] = simd_gemm_q8_0;
   set_dot(k, GgmlType::Q4_0, simd_dot_q4_0_q8_0);
-  set_dot(k, GgmlType::Q4_1, simd_dot_q4_1_q8_1);
-  set_dot(k, GgmlType::Q5_0, simd_dot_q5_0_q8_0);
-  set_dot(k, GgmlType::Q5_1, simd_dot_q5_1_q8_1);
+  set_dot(k, GgmlType::Q4_1, simd_dot_chain<ChainQ45_1<false>>);
+  set_dot(k, GgmlType::Q5_0, simd_dot_chain<ChainQ5_0>);
+  set_dot(k, GgmlType::Q5_1, simd_dot_chain<ChainQ45_1<true>>);
+  k.gemm[static_cast<uint32_t>(GgmlType::Q4_1)] = simd_gemm_chain<ChainQ45_1<false>>;
+  k.gemm[static_cast<uint32_t>(GgmlType::Q5_0)] = simd_gemm_chain<ChainQ5_0>;
+  k.gemm[static_cast<uint32_t>(GgmlType::Q5_1)] = simd_gemm_chain<ChainQ45_1<true>>;
   set_dot(k, GgmlType::IQ4_NL, simd_dot_iq4_nl_q8_0);
   set_dot(k, GgmlType::MXFP4, simd_dot_mxfp4_q8_0);
   set_dot(k, GgmlType::IQ4_XS, simd_dot_iq4_xs_q8_K);
   set_dot(k, GgmlType::Q4_K, simd_dot_q4_K_q8_K);
   set_dot(k, GgmlType::Q5_K, simd_dot_q5_K_q8_K);
   set_dot(k, GgmlType::Q6_K, simd_dot_q6_K_q8_K);
+#if defined(__AVX512F__)
+  set_dot(k, GgmlType::F16, simd_dot_f16_f16_zen4);
+  set_dot(k, GgmlType::F32, simd_dot_f32_f32_zen4);
+#else
   set_dot(k, GgmlType::F16, simd_dot_f16_f16);
   set_dot(k, GgmlType::F32, simd_dot_f32_f32);
+#endif
   set_dot(k, GgmlType::BF16, simd_dot_bf16_bf16);
 #if defined(__AVX512BF16__) && defined(__AVX512VL__)
   if (cpu_features().avx512bf16) set_dot(k, GgmlType::BF16, simd_dot_bf16_bf16_dp);

@@ -20,14 +20,22 @@ void to_f16_scalar(int64_t n, const float* x, uint16_t* y) {
 }
 
 void swiglu_scalar(int64_t n, const float* g, const float* u, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  const int64_t nv = n - n % 16;  // ggml's 16-lane part; the rest goes through libm expf
+  int64_t i = 0;
+  for (; i < nv; ++i) out[i] = g[i] / (1.0f + attn_ref::expf16(0.0f - g[i])) * u[i];
+  for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
-double exp_sum_scalar(int64_t n, const float* x, float max, float* y) {
+double softmax_exp_scalar(int64_t n, float* x, float max) {
   double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = std::exp(x[i] - max);
-    sum += y[i];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int l = 0; l < 16; ++l) x[i + l] = attn_ref::expf16(x[i + l] - max);
+    sum += static_cast<double>(attn_ref::reduce16(x + i));
+  }
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(x[i]);
   }
   return sum;
 }
@@ -79,20 +87,22 @@ double attn_exp_scalar(int n, float* x, float max) {
   return sum;
 }
 
-void attn_acc_scalar(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, float* acc) {
+void attn_acc_scalar(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, int lanes,
+                     float* acc) {
   for (int i = 0; i < n; ++i) {
     if (p[i] == 0.0f) continue;
-    float* a = acc + static_cast<size_t>((first + i) & 15) * hd;
+    float* a = acc + static_cast<size_t>((first + i) & (lanes - 1)) * hd;
     const uint16_t* vr = v + i * stride;
     for (int d = 0; d < hd; ++d) a[d] = std::fma(fp16_to_fp32(vr[d]), p[i], a[d]);
   }
 }
 
-void attn_reduce_scalar(int hd, const float* acc, float* out) {
-  float lanes[16];
+void attn_reduce_scalar(int hd, int lanes, float* acc, float* out) {
+  if (lanes == 64) attn_ref::fold64(hd, acc);
+  float l16[16];
   for (int d = 0; d < hd; ++d) {
-    for (int l = 0; l < 16; ++l) lanes[l] = acc[static_cast<size_t>(l) * hd + d];
-    out[d] = attn_ref::reduce16(lanes);
+    for (int l = 0; l < 16; ++l) l16[l] = acc[static_cast<size_t>(l) * hd + d];
+    out[d] = attn_ref::reduce16(l16);
   }
 }
 
@@ -110,11 +120,12 @@ void fill_vec_ops_scalar(VecOps& v) {
   v.axpy_f16 = axpy_f16_scalar;
   v.to_f16 = to_f16_scalar;
   v.swiglu = swiglu_scalar;
-  v.exp_sum = exp_sum_scalar;
+  v.softmax_exp = softmax_exp_scalar;
   v.attn_dot = attn_dot_scalar;
   v.attn_exp = attn_exp_scalar;
   v.attn_acc = attn_acc_scalar;
   v.attn_reduce = attn_reduce_scalar;
+  v.attn_dot_vecdot = dot_f16_vecdot_order;
 }
 
 float attn_dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y) { return dot_f16_vecdot_order(n, x, y); }

@@ -13,10 +13,14 @@ struct VecOps {
   void (*axpy_f16)(int64_t n, float* y, const uint16_t* x, float a);
   // y[i] = f16(x[i]) (round to nearest even).
   void (*to_f16)(int64_t n, const float* x, uint16_t* y);
-  // out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + exp(-x)).
+  // out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + exp(-x)), as ggml-cpu's
+  // AVX-512 ggml_vec_swiglu_f32: ggml_v_expf over 16-element chunks counted
+  // from g[0], libm expf for the last n % 16.
   void (*swiglu)(int64_t n, const float* g, const float* u, float* out);
-  // y[i] = exp(x[i] - max); returns the sum of y in double.
-  double (*exp_sum)(int64_t n, const float* x, float max, float* y);
+  // x[i] = exp(x[i] - max) as ggml_vec_soft_max_f32 (AVX-512 build): 16-lane
+  // ggml_v_expf chunks, each reduced (_mm512_reduce_add_ps) and added in
+  // double, then the last n % 16 with libm expf one by one; returns the sum.
+  double (*softmax_exp)(int64_t n, float* x, float max);
 
   // Attention in ggml-cpu's float order (its AVX-512 build, which libllama
   // picks on this class of CPU), so scores and probabilities round to f16
@@ -27,11 +31,19 @@ struct VecOps {
   // x[i] = exp(x[i] - max) for i < n (ggml's 16-lane expf, lanes counted
   // from cell 0, cells past n count as 0); returns the sum as ggml adds it.
   double (*attn_exp)(int n, float* x, float max);
-  // acc[lane][d] += p[i] * v_i[d] for rows i < n, lane = (first + i) % 16;
-  // v rows are `stride` halves apart; acc holds 16 rows of hd floats.
-  void (*attn_acc)(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, float* acc);
-  // out[d] = the 16 lanes of acc[.][d] summed in _mm512_reduce_add_ps order.
-  void (*attn_reduce)(int hd, const float* acc, float* out);
+  // acc[lane][d] += p[i] * v_i[d] for rows i < n, lane = (first + i) % lanes;
+  // v rows are `stride` halves apart; acc holds `lanes` rows of hd floats.
+  // lanes = 16: tinyBLAS's one 16-lane chain over the cells (a batch of
+  // several tokens); lanes = 64: ggml_vec_dot_f16's four 16-lane
+  // accumulators over 64-cell steps (one token: ggml-cpu's llamafile_sgemm
+  // declines n < 2, so decode takes the vec_dot path).
+  void (*attn_acc)(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, int lanes, float* acc);
+  // out[d] = acc[.][d] summed as ggml does: for 64 lanes first the folds
+  // 0+2, 1+3, 0+1 of the four accumulators, then the 16 lanes in
+  // _mm512_reduce_add_ps order.
+  void (*attn_reduce)(int hd, int lanes, float* acc, float* out);
+  // q.k over n halves in ggml_vec_dot_f16's order (one token per sequence).
+  float (*attn_dot_vecdot)(int n, const uint16_t* k, const uint16_t* q);
 };
 
 // The table matching cpu_kernels()'s level.

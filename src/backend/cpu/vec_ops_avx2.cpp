@@ -5,41 +5,12 @@
 
 #include <cmath>
 
+#include "backend/cpu/attn_ref.h"
 #include "backend/cpu/vec_ops.h"
 
 namespace strix::cpu {
 
 namespace {
-
-inline __m256 exp256(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.7228391f), lo = _mm256_set1_ps(-87.3365448f);
-  const __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  // n = round(x / ln2); r = x - n ln2 (two-part ln2 for accuracy)
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 r2 = _mm256_mul_ps(r, r);
-  p = _mm256_fmadd_ps(p, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  // scale by 2^n in two steps so n = 128 (x near 88.7) does not overflow the exponent
-  const __m256i ni = _mm256_cvtps_epi32(n);
-  const __m256i half = _mm256_srai_epi32(ni, 1);
-  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
-  const __m256 s2 = _mm256_castsi256_ps(
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, half), _mm256_set1_epi32(127)), 23));
-  __m256 res = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-  res = _mm256_blendv_ps(res, _mm256_set1_ps(INFINITY), over);
-  res = _mm256_andnot_ps(under, res);
-  return res;
-}
 
 void axpy_f16_avx2(int64_t n, float* y, const uint16_t* x, float a) {
   const __m256 va = _mm256_set1_ps(a);
@@ -59,42 +30,11 @@ void to_f16_avx2(int64_t n, const float* x, uint16_t* y) {
   for (; i < n; ++i) y[i] = _cvtss_sh(x[i], 0);
 }
 
-void swiglu_avx2(int64_t n, const float* g, const float* u, float* out) {
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 gv = _mm256_loadu_ps(g + i);
-    const __m256 e = exp256(_mm256_xor_ps(gv, sign));
-    const __m256 silu = _mm256_div_ps(gv, _mm256_add_ps(one, e));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
-  }
-  for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-}
-
-double exp_sum_avx2(int64_t n, const float* x, float max, float* y) {
-  const __m256 m = _mm256_set1_ps(max);
-  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-    _mm256_storeu_ps(y + i, e);
-    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-  }
-  alignas(32) double t[4];
-  _mm256_store_pd(t, _mm256_add_pd(acc0, acc1));
-  double sum = (t[0] + t[1]) + (t[2] + t[3]);
-  for (; i < n; ++i) {
-    y[i] = std::exp(x[i] - max);
-    sum += y[i];
-  }
-  return sum;
-}
-
 // ---- ggml-order attention (see vec_ops.h) ----
 
-inline __m256 load_h8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load_h8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // GCC's _mm512_reduce_add_ps over lanes lo (0..7) and hi (8..15).
 inline float reduce16(__m256 lo, __m256 hi) {
@@ -131,8 +71,8 @@ inline __m256 expf16_avx2(__m256 x) {
   const __m256 r = _mm256_set1_ps(0x1.8p23f);
   const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), r);
   const __m256 n = _mm256_sub_ps(z, r);
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 b =
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f), _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
   const __m256 u = _mm256_mul_ps(b, b);
   const __m256 j = _mm256_fmadd_ps(
       _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), u,
@@ -179,10 +119,41 @@ double attn_exp_avx2(int n, float* x, float max) {
   return sum;
 }
 
-void attn_acc_avx2(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, float* acc) {
+void swiglu_avx2(int64_t n, const float* g, const float* u, float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const int64_t nv = n - n % 16;  // ggml's 16-lane part; the rest goes through libm expf
+  int64_t i = 0;
+  for (; i < nv; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i);
+    const __m256 e = expf16_avx2(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+    const __m256 silu = _mm256_div_ps(gv, _mm256_add_ps(one, e));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(silu, _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+double softmax_exp_avx2(int64_t n, float* x, float max) {
+  const __m256 m = _mm256_set1_ps(max);
+  double sum = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 lo = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    const __m256 hi = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m));
+    _mm256_storeu_ps(x + i, lo);
+    _mm256_storeu_ps(x + i + 8, hi);
+    sum += static_cast<double>(reduce16(lo, hi));
+  }
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += static_cast<double>(x[i]);
+  }
+  return sum;
+}
+
+void attn_acc_avx2(int n, int first, const float* p, const uint16_t* v, size_t stride, int hd, int lanes, float* acc) {
   for (int i = 0; i < n; ++i) {
     if (p[i] == 0.0f) continue;
-    float* a = acc + static_cast<size_t>((first + i) & 15) * hd;
+    float* a = acc + static_cast<size_t>((first + i) & (lanes - 1)) * hd;
     const uint16_t* vr = v + i * stride;
     const __m256 pv = _mm256_set1_ps(p[i]);
     int d = 0;
@@ -191,7 +162,8 @@ void attn_acc_avx2(int n, int first, const float* p, const uint16_t* v, size_t s
   }
 }
 
-void attn_reduce_avx2(int hd, const float* acc, float* out) {
+void attn_reduce_avx2(int hd, int lanes, float* acc, float* out) {
+  if (lanes == 64) attn_ref::fold64(hd, acc);
   int d = 0;
   auto row = [&](int l) { return acc + static_cast<size_t>(l) * hd; };
   for (; d + 8 <= hd; d += 8) {
@@ -209,6 +181,28 @@ void attn_reduce_avx2(int hd, const float* acc, float* out) {
   }
 }
 
+// ggml_vec_dot_f16 (AVX-512 build): four 16-lane accumulators over 64-element
+// steps, folded 0+2, 1+3, 0+1, reduced, then the tail in double.
+float attn_dot_vecdot_avx2(int n, const uint16_t* k, const uint16_t* q) {
+  const int np = n & ~63;
+  double sum = 0;
+  if (np > 0) {
+    __m256 a[8];
+    for (auto& r : a) r = _mm256_setzero_ps();
+    for (int i = 0; i < np; i += 64) {
+      for (int j = 0; j < 4; ++j) {
+        a[2 * j] = _mm256_fmadd_ps(load_h8(k + i + 16 * j), load_h8(q + i + 16 * j), a[2 * j]);
+        a[2 * j + 1] = _mm256_fmadd_ps(load_h8(k + i + 16 * j + 8), load_h8(q + i + 16 * j + 8), a[2 * j + 1]);
+      }
+    }
+    const __m256 lo0 = _mm256_add_ps(a[0], a[4]), hi0 = _mm256_add_ps(a[1], a[5]);
+    const __m256 lo1 = _mm256_add_ps(a[2], a[6]), hi1 = _mm256_add_ps(a[3], a[7]);
+    sum = static_cast<double>(reduce16(_mm256_add_ps(lo0, lo1), _mm256_add_ps(hi0, hi1)));
+  }
+  for (int i = np; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(k[i]) * _cvtsh_ss(q[i]));
+  return static_cast<float>(sum);
+}
+
 }  // namespace
 
 namespace detail {
@@ -216,11 +210,12 @@ void fill_vec_ops_avx2(VecOps& v) {
   v.axpy_f16 = axpy_f16_avx2;
   v.to_f16 = to_f16_avx2;
   v.swiglu = swiglu_avx2;
-  v.exp_sum = exp_sum_avx2;
+  v.softmax_exp = softmax_exp_avx2;
   v.attn_dot = attn_dot_avx2;
   v.attn_exp = attn_exp_avx2;
   v.attn_acc = attn_acc_avx2;
   v.attn_reduce = attn_reduce_avx2;
+  v.attn_dot_vecdot = attn_dot_vecdot_avx2;
 }
 }  // namespace detail
 

@@ -1,0 +1,163 @@
+// strix serve -m FILE [-c N] [-np N] [--host H] [--port P] ...   (also `strix-server`)
+// An OpenAI-compatible HTTP server in the shape of llama-server: the model runs
+// on one engine thread with continuous batching over -np slots that share the
+// -c token KV cache (src/server/engine.h); HTTP runs on its own I/O thread
+// (src/server/http_server.h); the endpoints are in src/server/routes.h.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "apps/strix/commands.h"
+#include "cli/chat_history.h"
+#include "core/error.h"
+#include "models/model.h"
+#include "runtime/context.h"
+#include "server/engine.h"
+#include "server/http_server.h"
+#include "server/routes.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strix::app {
+
+namespace {
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "usage: strix serve -m FILE [options]   (also strix-server)\n"
+               "\n"
+               "An OpenAI-compatible HTTP server, as llama-server.\n"
+               "\n"
+               "  -m,  --model FILE            the GGUF model\n"
+               "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
+               "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
+               "  -b,  --batch-size N          most tokens per engine step (default: 2048)\n"
+               "  -ub, --ubatch-size N         most tokens per forward pass (default: 512)\n"
+               "  -t,  --threads N             compute threads (default: all cores)\n"
+               "       --host HOST             address to listen on (default: 127.0.0.1)\n"
+               "       --port PORT             port to listen on, 0 for any free one (default: 8080)\n"
+               "       --api-key KEY           require \"Authorization: Bearer KEY\" (all routes but /health)\n"
+               "       --alias NAME            the model id reported to clients (default: the file name)\n"
+               "       --chat-template T       Jinja chat template source, or a built-in name (chatml)\n"
+               "       --chat-template-file F  read the chat template from a file\n"
+               "       --jinja                 accepted (templates are always rendered with Jinja)\n"
+               "       --body-limit BYTES      largest request body (default: 16777216)\n"
+               "  -h,  --help                  this help\n"
+               "\n"
+               "Endpoints: GET /health, /v1/models; POST /tokenize, /detokenize, /apply-template,\n"
+               "/completion, /v1/completions, /v1/chat/completions.\n");
+}
+
+int64_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi) {
+    throw Error("serve: " + flag + " needs an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                "], got '" + v + "'");
+  }
+  return x;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("serve: cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  std::string model_path, host = "127.0.0.1", api_key, alias, tmpl;
+  int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
+  int64_t body_limit = 16 << 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error("serve: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (a == "-m" || a == "--model") {
+      model_path = value();
+    } else if (a == "-c" || a == "--ctx-size") {
+      n_ctx = to_int(a, value(), 1, 1 << 24);
+    } else if (a == "-np" || a == "--parallel") {
+      n_parallel = to_int(a, value(), 1, 256);
+    } else if (a == "-b" || a == "--batch-size") {
+      n_batch = to_int(a, value(), 1, 1 << 20);
+    } else if (a == "-ub" || a == "--ubatch-size") {
+      n_ubatch = to_int(a, value(), 1, 1 << 20);
+    } else if (a == "-t" || a == "--threads") {
+      n_threads = to_int(a, value(), 0, 1024);
+    } else if (a == "--host") {
+      host = value();
+    } else if (a == "--port") {
+      port = to_int(a, value(), 0, 65535);
+    } else if (a == "--api-key") {
+      api_key = value();
+    } else if (a == "--alias" || a == "-a") {
+      alias = value();
+    } else if (a == "--chat-template") {
+      tmpl = value();
+      if (tmpl.find("{{") == std::string::npos && tmpl.find("{%") == std::string::npos) {
+        const std::string builtin = cli::builtin_chat_template(tmpl);
+        if (builtin.empty()) {
+          throw Refusal("--chat-template '" + tmpl +
+                        "' is neither Jinja source nor a built-in template Strix has (chatml)");
+        }
+        tmpl = builtin;
+      }
+    } else if (a == "--chat-template-file") {
+      tmpl = read_text(value());
+    } else if (a == "--jinja") {
+      // llama-server needs it for Jinja templates; Strix always renders them with its Jinja engine.
+    } else if (a == "--body-limit") {
+      body_limit = to_int(a, value(), 1, int64_t(1) << 40);
+    } else {
+      throw Error("serve: unknown flag '" + a + "' (run `strix serve -h` for the list)");
+    }
+  }
+  if (model_path.empty()) throw Error("serve: -m FILE is required");
+  if (alias.empty()) alias = base_name(model_path);
+
+  auto model = Model::load(model_path);
+  tok::Tokenizer tk(tok::Vocab::load(model->file()));
+  if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");
+  ContextOptions co;
+  co.n_ctx = n_ctx;
+  co.n_ubatch = n_ubatch;
+  co.n_threads = static_cast<int>(n_threads);
+  co.n_seq_max = static_cast<int>(n_parallel);
+  Context ctx(*model, co);
+
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a dead server
+  server::Engine engine(ctx, tk,
+                        {.n_parallel = static_cast<int>(n_parallel), .n_batch = static_cast<int32_t>(n_batch)});
+  server::Routes routes(engine, tk, *model,
+                        {.alias = alias, .api_key = api_key, .chat_template = tmpl, .n_ctx = n_ctx});
+  server::HttpServer http(
+      {.host = host, .port = static_cast<int>(port), .body_limit = static_cast<uint64_t>(body_limit)},
+      [&routes](const server::HttpRequest& r) { return routes.handle(r); });
+  std::fprintf(stderr, "strix serve: model %s, n_ctx %lld, %lld slot(s), %d thread(s)\n", alias.c_str(),
+               static_cast<long long>(n_ctx), static_cast<long long>(n_parallel), ctx.n_threads());
+  std::fprintf(stderr, "strix serve: listening on http://%s:%d\n", host.c_str(), http.port());
+  std::fflush(stderr);
+  http.run();
+  // The engine ends what is still running before the HTTP side (which its streams notify) goes away.
+  engine.stop();
+  std::fprintf(stderr, "strix serve: stopped\n");
+  return 0;
+}
+
+}  // namespace strix::app

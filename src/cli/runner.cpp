@@ -1,0 +1,266 @@
+// The CLI session (see runner.h). The flow follows llama-completion's main():
+// warm-up, prompt (rendered through the chat template in conversation mode),
+// then generation; in conversation mode a loop of user turns where each turn
+// feeds only the text its message adds to the rendered chat.
+#include "cli/runner.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/chat_history.h"
+#include "cli/console.h"
+#include "cli/generator.h"
+#include "core/error.h"
+#include "download/hf.h"
+#include "grammar/json_schema.h"
+#include "models/model.h"
+#include "runtime/context.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strix::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string token_text(const tok::Vocab& v, int32_t id) {
+  return id >= 0 && id < v.n_tokens() ? v.tokens[static_cast<size_t>(id)].text : std::string();
+}
+
+void log(const CliParams& p, const std::string& line) {
+  if (!p.log_disable) std::fprintf(stderr, "%s", line.c_str());
+}
+
+// --verbose-prompt, as llama-completion prints it.
+void print_verbose_prompt(const tok::Tokenizer& tk, const std::string& prompt, const std::vector<int32_t>& ids) {
+  std::fprintf(stderr, "\nmain: prompt: '%s'\n", prompt.c_str());
+  std::fprintf(stderr, "main: number of tokens in prompt = %zu\n", ids.size());
+  for (int32_t id : ids) std::fprintf(stderr, "%6d -> '%s'\n", id, tk.token_to_piece(id, true).c_str());
+  std::fprintf(stderr, "\n");
+}
+
+std::string resolve_model_path(const CliParams& p) {
+  if (!p.hf_file.empty() && p.hf_repo.empty()) throw Error("-hff needs -hf (the repository to take the file from)");
+  if (!p.hf_repo.empty()) {
+    return download::resolve_model(download::parse_hf_arg(p.hf_repo, p.hf_file, p.hf_token));
+  }
+  if (p.model.empty()) throw Error("--model is required (or -hf user/repo); strix run -h lists the flags");
+  return p.model;
+}
+
+// -j / -jf: the schema becomes a GBNF grammar (src/grammar/json_schema.h);
+// keywords a grammar cannot enforce are refused by name there.
+void fill_grammar(CliParams& p) {
+  if (p.json_schema.empty()) return;
+  if (!p.sampling.grammar.empty()) throw Error("use either --grammar/--grammar-file or -j/--json-schema, not both");
+  p.sampling.grammar = grammar::json_schema_to_grammar(p.json_schema);
+}
+
+}  // namespace
+
+int run(CliParams& p) {
+  Perf perf;
+  perf.t_start = Clock::now();
+  fill_grammar(p);
+  const std::string path = resolve_model_path(p);
+  if (p.n_gpu_layers != "auto") {
+    log(p,
+        "warning: no usable GPU found, --gpu-layers option will be ignored\n"
+        "warning: this Strix build runs on the CPU only\n");
+  }
+  auto model = Model::load(path);
+  const tok::Tokenizer tk = tok::Tokenizer::from_file(path);
+  if (p.mlock && mlockall(MCL_CURRENT) != 0) {
+    log(p, "warning: failed to mlock the model: raise RLIMIT_MEMLOCK (ulimit -l) or run without --mlock\n");
+  }
+  const int64_t n_ctx = p.n_ctx == 0 ? model->hparams().n_ctx_train : p.n_ctx;
+  ContextOptions co;
+  co.n_ctx = n_ctx;
+  co.n_ubatch = std::min(p.n_ubatch, p.n_batch);
+  co.n_threads = p.n_threads_batch > 0 && p.n_threads > 0 ? std::max(p.n_threads, p.n_threads_batch) : p.n_threads;
+  Context ctx(*model, co);
+  const tok::Vocab& vocab = tk.vocab();
+
+  if (p.warmup) {
+    // llama.cpp's warm-up: bos (and eos) through the model once, then forgotten
+    std::vector<int32_t> w;
+    if (vocab.bos != tok::kNoToken) w.push_back(vocab.bos);
+    if (vocab.eos != tok::kNoToken) w.push_back(vocab.eos);
+    if (w.empty()) w.push_back(0);
+    ctx.decode_seq(w);
+    ctx.clear();
+  }
+  perf.t_load_ms = std::chrono::duration<double, std::milli>(Clock::now() - perf.t_start).count();
+
+  // chat template: --chat-template(-file), else the model's
+  std::string tmpl = p.chat_template;
+  if (!tmpl.empty() && tmpl.find("{{") == std::string::npos && tmpl.find("{%") == std::string::npos) {
+    const std::string src = builtin_chat_template(tmpl);
+    if (src.empty()) {
+      throw Refusal("--chat-template '" + tmpl +
+                    "' is not a built-in template Strix has (chatml) nor Jinja source; "
+                    "pass the template text or --chat-template-file");
+    }
+    tmpl = src;
+  }
+  if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");
+  const bool has_template = !tmpl.empty();
+  bool conversation = p.conversation == -1 ? has_template : p.conversation == 1;
+  if (p.conversation == -1 && has_template) {
+    log(p, "main: chat template is available, enabling conversation mode (disable it with -no-cnv)\n");
+  }
+  if (conversation && !has_template) {
+    log(p,
+        "main: chat template is not available or is not supported. This may cause the model to output "
+        "suboptimal responses\n");
+    tmpl = builtin_chat_template("chatml");
+  }
+  const bool format_chat = conversation && p.enable_chat_template;
+
+  sampling::Sampler sampler(p.sampling, tk, static_cast<int32_t>(n_ctx));
+  log(p, "main: sampler seed: " + std::to_string(sampler.seed()) + "\n" + "main: " + sampler.describe() + "\n");
+  const bool color = p.color == -1 ? stdout_can_color() : p.color == 1;
+  Console console(color);
+  Generator gen(ctx, tk, sampler, console, perf, p.n_batch);
+  const int32_t n_predict = p.n_predict < 0 ? -1 : p.n_predict;
+  int exit_code = 0;
+
+  if (!conversation) {
+    // ---- completion mode ----
+    std::vector<int32_t> ids = tk.tokenize(p.prompt, /*add_special=*/true, /*parse_special=*/true);
+    if (ids.empty()) {
+      if (vocab.bos == tok::kNoToken) throw Error("the prompt is empty and the vocabulary has no BOS token");
+      ids.push_back(vocab.bos);
+    }
+    if (static_cast<int64_t>(ids.size()) > n_ctx - 4) {
+      throw Error("prompt is too long (" + std::to_string(ids.size()) + " tokens, max " + std::to_string(n_ctx - 4) +
+                  ")");
+    }
+    if (p.verbose_prompt) print_verbose_prompt(tk, p.prompt, ids);
+    tok::StreamDetokenizer detok(tk);
+    std::string echo;
+    for (int32_t id : ids) echo += detok.push(id);
+    if (p.display_prompt) {
+      console.set_display(Display::kPrompt);
+      console.write(echo);
+      console.set_display(Display::kReset);
+    }
+    gen.queue(ids, /*into_history=*/true);
+    std::string text;
+    const auto stop = gen.generate(n_predict, p.antiprompt, detok, text);
+    console.write(detok.flush());
+    if (stop == Generator::Stop::kEog) console.write(" [end of text]\n");
+    if (stop == Generator::Stop::kContextFull)
+      log(p, "\n\nmain: context full and context shift is disabled => stopping\n");
+    if (stop == Generator::Stop::kInterrupted) exit_code = 130;
+    console.write("\n\n");
+  } else {
+    // ---- conversation mode ----
+    ChatHistory chat(tmpl, token_text(vocab, vocab.bos), token_text(vocab, vocab.eos), p.chat_template_kwargs);
+    log(p,
+        "== Running in interactive mode. ==\n"
+        " - Press Ctrl+C to interject at any time.\n"
+        " - Press Return to return control to the AI.\n"
+        " - If you want to submit another line, end your input with '\\'.\n"
+        " - /exit or Ctrl+D ends the conversation.\n");
+    if (p.system_prompt.empty())
+      log(p, " - Not using system message. To change it, set a different value via -sys PROMPT\n");
+    log(p, "\n");
+    const bool first_turn_given = !p.prompt.empty();
+    bool need_insert_eot = false;
+    auto reply = [&]() -> Generator::Stop {
+      tok::StreamDetokenizer detok(tk);
+      std::string text;
+      const auto stop = gen.generate(n_predict, p.antiprompt, detok, text);
+      const std::string tail = detok.flush();
+      console.write(tail);
+      text += tail;
+      if (format_chat) chat.add("assistant", text);
+      if (stop == Generator::Stop::kInterrupted) need_insert_eot = true;
+      if (stop == Generator::Stop::kContextFull)
+        log(p, "\n\nmain: context full and context shift is disabled => stopping\n");
+      if (stop == Generator::Stop::kEog || stop == Generator::Stop::kInterrupted) console.write("\n");
+      return stop;
+    };
+
+    if (format_chat && (!p.system_prompt.empty() || first_turn_given)) {
+      if (!p.system_prompt.empty()) chat.add("system", p.system_prompt);
+      if (first_turn_given) chat.add("user", p.prompt);
+      const std::string rendered = chat.render(/*add_generation_prompt=*/first_turn_given);
+      const std::vector<int32_t> ids = tk.tokenize(rendered, true, true);
+      if (static_cast<int64_t>(ids.size()) > n_ctx - 4) {
+        throw Error("prompt is too long (" + std::to_string(ids.size()) + " tokens, max " + std::to_string(n_ctx - 4) +
+                    ")");
+      }
+      if (p.verbose_prompt) print_verbose_prompt(tk, rendered, ids);
+      if (p.display_prompt) {
+        console.set_display(Display::kPrompt);
+        console.write(tk.detokenize(ids, /*remove_special=*/true, /*unparse_special=*/false));
+        console.set_display(Display::kReset);
+      }
+      gen.queue(ids, true);
+    } else if (!format_chat && first_turn_given) {
+      // raw interactive mode (--in-prefix/--in-suffix): the prompt as text
+      const std::vector<int32_t> ids = tk.tokenize(p.prompt, true, true);
+      if (p.display_prompt) console.write(tk.detokenize(ids, true, false));
+      gen.queue(ids, true);
+    }
+    bool done = false;
+    if (first_turn_given) {
+      const auto stop = reply();
+      if (stop == Generator::Stop::kContextFull || p.single_turn) done = true;
+    }
+    while (!done) {
+      std::string line;
+      console.write("\n");
+      if (!format_chat && !p.input_prefix.empty()) console.write(p.input_prefix);
+      console.set_display(Display::kUserInput);
+      const auto r = console.read_line("> ", line);
+      console.set_display(Display::kReset);
+      if (r == Console::Read::kEof) {
+        console.write("\n");
+        break;
+      }
+      if (r == Console::Read::kInterrupted) {
+        console.write("\n");
+        exit_code = 130;
+        break;
+      }
+      if (line == "/exit") break;
+      if (line.empty()) continue;
+      if (!format_chat && !p.input_suffix.empty()) console.write(p.input_suffix);
+      std::vector<int32_t> ids;
+      if (need_insert_eot && format_chat) {
+        // the interrupted reply gets its end-of-turn token, as llama.cpp does
+        const int32_t eot = vocab.eot != tok::kNoToken ? vocab.eot : vocab.eos;
+        if (eot != tok::kNoToken) ids.push_back(eot);
+      }
+      need_insert_eot = false;
+      const std::string user_inp = format_chat ? chat.add_and_format("user", line) : line + "\n";
+      const auto pfx = tk.tokenize(p.input_prefix, false, true);
+      const auto inp = tk.tokenize(user_inp, false, format_chat);
+      const auto sfx = tk.tokenize(p.input_suffix, false, true);
+      ids.insert(ids.end(), pfx.begin(), pfx.end());
+      ids.insert(ids.end(), inp.begin(), inp.end());
+      ids.insert(ids.end(), sfx.begin(), sfx.end());
+      gen.queue(ids, true);
+      const auto stop = reply();
+      if (stop == Generator::Stop::kContextFull || p.single_turn) done = true;
+    }
+  }
+  if (!p.log_disable) {
+    std::fprintf(stderr, "\n");
+    perf.print();
+  }
+  return exit_code;
+}
+
+}  // namespace strix::cli

@@ -1,0 +1,113 @@
+// Token sampling as llama.cpp's common_sampler does it: the same samplers, the
+// same default chain and order, the same seeds, so that with the same logits
+// Strix draws the same tokens as libllama's sampler chain.
+//
+// Contract shared by the CLI (apps/strix) and the server: build a Sampler from
+// Params once per sequence, call sample() on each row of logits, then accept()
+// the token that was emitted (sample() does not accept by itself, as in
+// common_sampler_sample + common_sampler_accept).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strix::tok {
+class Tokenizer;
+}
+
+namespace strix::sampling {
+
+// One stage of the chain (llama.cpp's common_sampler_type).
+enum class Stage { kPenalties, kDry, kTopNSigma, kTopK, kTypicalP, kTopP, kMinP, kXtc, kTemperature, kInfill };
+
+// llama.cpp's common_params_sampling, same field meanings and defaults.
+struct Params {
+  uint32_t seed = 0xFFFFFFFFu;  // LLAMA_DEFAULT_SEED: a random seed
+  int32_t n_prev = 64;
+  int32_t n_probs = 0;  // > 0: top_probs() returns this many after each sample()
+  int32_t min_keep = 0;
+  int32_t top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float xtc_probability = 0.0f;
+  float xtc_threshold = 0.10f;
+  float typ_p = 1.0f;
+  float temp = 0.80f;  // <= 0: greedy
+  float dynatemp_range = 0.0f;
+  float dynatemp_exponent = 1.0f;
+  int32_t penalty_last_n = 64;  // -1: context size
+  float penalty_repeat = 1.0f;
+  float penalty_freq = 0.0f;
+  float penalty_present = 0.0f;
+  float dry_multiplier = 0.0f;
+  float dry_base = 1.75f;
+  int32_t dry_allowed_length = 2;
+  int32_t dry_penalty_last_n = -1;  // -1: context size
+  std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
+  int32_t mirostat = 0;  // 0 off, 1 v1, 2 v2
+  float mirostat_tau = 5.0f;
+  float mirostat_eta = 0.1f;
+  float top_n_sigma = -1.0f;
+  bool ignore_eos = false;  // adds logit bias -inf to every end-of-generation token
+  std::vector<Stage> stages = {Stage::kPenalties, Stage::kDry,  Stage::kTopNSigma, Stage::kTopK,       Stage::kTypicalP,
+                               Stage::kTopP,      Stage::kMinP, Stage::kXtc,       Stage::kTemperature};
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // The model's tokenizer.ggml.suppress_tokens (llama_vocab_get_suppress_tokens):
+  // common_sampler adds a -inf bias for each, after logit_bias and ignore_eos.
+  std::vector<int32_t> suppress_tokens;
+  std::string grammar;  // GBNF text; empty: unconstrained
+  bool grammar_lazy = false;
+  std::vector<std::string> grammar_trigger_patterns;  // lazy grammar: regexes that switch it on
+  std::vector<int32_t> grammar_trigger_tokens;
+};
+
+// "--samplers" value: names separated by ';' (penalties;dry;top_n_sigma;top_k;
+// typ_p;top_p;min_p;xtc;temperature;infill, with llama.cpp's aliases; empty
+// entries are skipped) or, for "--sampling-seq", one letter each
+// (e d s k y p m x t i). Throws strix::Error naming an unknown entry, and
+// strix::Refusal for adaptive_p / 'a' (not implemented).
+std::vector<Stage> parse_stages(const std::string& text, bool letters);
+
+class Sampler {
+ public:
+  // n_ctx bounds penalty_last_n / dry_penalty_last_n of -1.
+  Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t n_ctx);
+  ~Sampler();
+  Sampler(const Sampler&) = delete;
+  Sampler& operator=(const Sampler&) = delete;
+
+  // Draws one token from a row of n_vocab logits. Does not change the history
+  // (but advances the RNGs). Throws strix::Error on a row of the wrong size or
+  // one holding NaN or +inf.
+  int32_t sample(std::span<const float> logits);
+  // Appends the emitted token to the history (penalties, DRY, grammar). Throws
+  // strix::Error for an id outside the vocabulary or one the grammar forbids.
+  // accept_grammar = false: history only (common_sampler_accept's flag; the
+  // CLI feeds prompt tokens that way, the grammar constrains only the output).
+  void accept(int32_t token, bool accept_grammar = true);
+  // common_sampler_reset: every stage resets as libllama's do (penalty/DRY
+  // history cleared, mirostat mu restored, and the dist/xtc/mirostat RNGs
+  // re-seeded from Params::seed, a fresh random seed for the default), and
+  // the grammar restarts.
+  void reset();
+
+  // After sample() with n_probs > 0: (token, probability) of the candidates as
+  // the chain left them, most probable first (llama.cpp's n_probs output).
+  std::span<const std::pair<int32_t, float>> top_probs() const;
+
+  // The seed actually used (the drawn one when Params::seed was the default).
+  uint32_t seed() const;
+  // llama.cpp's "sampler chain: logits -> ..." description line (stage names as
+  // llama_sampler_name gives them, "?name" for a stage its parameters disable).
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace strix::sampling

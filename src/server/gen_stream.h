@@ -1,0 +1,61 @@
+// The channel between one HTTP request and the engine thread: the engine
+// pushes text pieces and a final event, the HTTP side takes them when it is
+// told (notify runs on the engine thread and must only post work elsewhere).
+// Cancelling (a client that went away) is seen by the engine at its next step.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strix::server {
+
+// Why a generation ended, as llama-server's stop_type names it.
+enum class Finish { kNone, kEos, kLimit, kWord, kError };
+
+struct GenEvent {
+  std::string text;  // newly completed text (possibly empty)
+  bool done = false;
+  Finish finish = Finish::kNone;
+  int32_t n_prompt = 0;  // set on the final event
+  int32_t n_gen = 0;
+  std::string error;  // Finish::kError
+};
+
+class GenStream {
+ public:
+  void push(GenEvent e) {
+    std::function<void()> notify;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(e));
+      notify = notify_;
+    }
+    if (notify) notify();
+  }
+  std::vector<GenEvent> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<GenEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+    events_.clear();
+    return out;
+  }
+  void set_notify(std::function<void()> f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    notify_ = std::move(f);
+  }
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  std::mutex mu_;
+  std::deque<GenEvent> events_;
+  std::function<void()> notify_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace strix::server
