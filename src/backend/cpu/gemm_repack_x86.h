@@ -25,9 +25,9 @@
 // largest |x| occurs with both signs, which flips d and every q (and so no
 // product), so Strix keeps its row quantizers.
 //
-// Strix computes from the blocks in place (no repacked copy kept): gemv
-// columns in tiles of 8 weight rows x 1 activation row (lanes = rows, one
-// horizontal reduction per block); Q4_0 / IQ4_NL gemm columns in tiles of one
+// Strix computes from the blocks in place (no repacked copy kept): Q4_0 /
+// IQ4_NL gemv columns in tiles of 8 weight rows x 1 activation row (lanes =
+// rows, one horizontal reduction per block), Q4_K gemv one row at a time; Q4_0 / IQ4_NL gemm columns in tiles of one
 // weight row x 4..8 activation rows (lanes = columns, reduced per block);
 // Q4_K gemm columns against 8 weight rows transposed per pass into libllama's
 // own arrangement (lanes = rows, no reduction), which measured faster than
@@ -344,79 +344,51 @@ inline __m256i k_scale(__m256i sm) {
   return _mm256_shuffle_epi8(sm, _mm256_set1_epi16(static_cast<int16_t>(0x8000 | J)));
 }
 
-// Gemv order: R weight rows (bx bytes apart) x one activation row: s[r], r < R.
-template <int R>
-inline void q4k_rows(const uint8_t* x, size_t bx, const BlockQ8_K* y, int nb, float* s) {
-  __m256 acc = _mm256_setzero_ps();
-  __m256 accm = _mm256_setzero_ps();
-  uint16_t dh[8] = {}, mh[8] = {};
+// One weight row in libllama's Q4_K gemv order: per super-block the integer
+// sums S and M reduced to scalars (exact), then acc = fma(float(S), dw * da,
+// acc) and accm = fma(float(M), dmin * da, accm); the result is acc - accm.
+// Rows are done one after another (measured 1.8x faster in decode here than
+// 8 interleaved rows with lanes = rows).
+inline float q4k_row(const BlockQ4_K* xr, const BlockQ8_K* y, int nb) {
+  float acc = 0.0f, accm = 0.0f;
   for (int b = 0; b < nb; ++b) {
     const BlockQ8_K& a = y[b];
-    __m256i ya[8];
-    for (int j = 0; j < 8; ++j) ya[j] = load(a.qs + 32 * j);
-    // the activation sums of the 8 sub-blocks as int16
+    const BlockQ4_K& xb = xr[b];
     const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums));
     const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs16), _mm256_extracti128_si256(bs16, 1));
-    __m256i v[8], m[8];
-    for (int r = 0; r < R; ++r) {
-      const BlockQ4_K& xb = reinterpret_cast<const BlockQ4_K*>(x + r * bx)[b];
-      const __m256i sm = k_scales_mins(xb.scales);
-      dh[r] = xb.d;
-      mh[r] = xb.dmin;
-      __m256i lo, hi;
-      k_quants(xb, 0, lo, hi);
-      __m256i acc_r = dot_i16(_mm256_setzero_si256(), _mm256_maddubs_epi16(lo, ya[0]), k_scale<0>(sm));
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(hi, ya[1]), k_scale<1>(sm));
-      k_quants(xb, 1, lo, hi);
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(lo, ya[2]), k_scale<2>(sm));
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(hi, ya[3]), k_scale<3>(sm));
-      k_quants(xb, 2, lo, hi);
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(lo, ya[4]), k_scale<4>(sm));
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(hi, ya[5]), k_scale<5>(sm));
-      k_quants(xb, 3, lo, hi);
-      acc_r = dot_i16(acc_r, _mm256_maddubs_epi16(lo, ya[6]), k_scale<6>(sm));
-      v[r] = dot_i16(acc_r, _mm256_maddubs_epi16(hi, ya[7]), k_scale<7>(sm));
-      const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(_mm256_castsi256_si128(sm), 8));
-      m[r] = _mm256_zextsi128_si256(_mm_madd_epi16(mins, bsum));
-    }
-    const __m256 da = _mm256_set1_ps(a.d);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8<R>(v)), _mm256_mul_ps(halves(dh), da), acc);
-    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(reduce8<R>(m)), _mm256_mul_ps(halves(mh), da), accm);
+    const __m256i sm = k_scales_mins(xb.scales);
+    __m256i lo, hi;
+    k_quants(xb, 0, lo, hi);
+    __m256i v0 = dot_i16(_mm256_setzero_si256(), _mm256_maddubs_epi16(lo, load(a.qs)), k_scale<0>(sm));
+    __m256i v1 = dot_i16(_mm256_setzero_si256(), _mm256_maddubs_epi16(hi, load(a.qs + 32)), k_scale<1>(sm));
+    k_quants(xb, 1, lo, hi);
+    v0 = dot_i16(v0, _mm256_maddubs_epi16(lo, load(a.qs + 64)), k_scale<2>(sm));
+    v1 = dot_i16(v1, _mm256_maddubs_epi16(hi, load(a.qs + 96)), k_scale<3>(sm));
+    k_quants(xb, 2, lo, hi);
+    v0 = dot_i16(v0, _mm256_maddubs_epi16(lo, load(a.qs + 128)), k_scale<4>(sm));
+    v1 = dot_i16(v1, _mm256_maddubs_epi16(hi, load(a.qs + 160)), k_scale<5>(sm));
+    k_quants(xb, 3, lo, hi);
+    v0 = dot_i16(v0, _mm256_maddubs_epi16(lo, load(a.qs + 192)), k_scale<6>(sm));
+    v1 = dot_i16(v1, _mm256_maddubs_epi16(hi, load(a.qs + 224)), k_scale<7>(sm));
+    const __m256i v = _mm256_add_epi32(v0, v1);
+    const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(_mm256_castsi256_si128(sm), 8));
+    __m128i m = _mm_madd_epi16(mins, bsum);
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
+    m = _mm_add_epi32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+    const float dw = _cvtsh_ss(xb.d) * a.d;
+    const float dm = _cvtsh_ss(xb.dmin) * a.d;
+    acc = std::fma(static_cast<float>(_mm_cvtsi128_si32(t)), dw, acc);
+    accm = std::fma(static_cast<float>(_mm_cvtsi128_si32(m)), dm, accm);
   }
-  alignas(32) float t[8];
-  _mm256_store_ps(t, _mm256_sub_ps(acc, accm));
-  for (int r = 0; r < R; ++r) s[r] = t[r];
+  return acc - accm;
 }
 
 inline void q4k_gemv(int nb, const uint8_t* x, size_t bx, int nr, const uint8_t* y, float* s) {
   const auto* yb = reinterpret_cast<const BlockQ8_K*>(y);
-  int r = 0;
-  for (; r + 8 <= nr; r += 8) q4k_rows<8>(x + r * bx, bx, yb, nb, s + r);
-  switch (nr - r) {
-    case 7:
-      q4k_rows<7>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 6:
-      q4k_rows<6>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 5:
-      q4k_rows<5>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 4:
-      q4k_rows<4>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 3:
-      q4k_rows<3>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 2:
-      q4k_rows<2>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    case 1:
-      q4k_rows<1>(x + r * bx, bx, yb, nb, s + r);
-      break;
-    default:
-      break;
-  }
+  for (int r = 0; r < nr; ++r) s[r] = q4k_row(reinterpret_cast<const BlockQ4_K*>(x + r * bx), yb, nb);
 }
 
 // Gemm order with lanes = 8 weight rows, libllama's own arrangement, for
