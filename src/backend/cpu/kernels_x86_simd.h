@@ -249,6 +249,11 @@ inline void q8_0_tile(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, siz
 template <int RM>
 inline void q8_0_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s, size_t bs) {
   int c = 0;
+#if defined(__AVX512VL__)
+  // 32 vector registers: 4 columns x 4 rows of accumulators fit, and each
+  // loaded block is reused 4 times (same per-output order as every tile here)
+  for (; c + 4 <= nc; c += 4) q8_0_tile<RM, 4>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
+#endif
   for (; c + 2 <= nc; c += 2) q8_0_tile<RM, 2>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
   if (c < nc) q8_0_tile<RM, 1>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
 }
