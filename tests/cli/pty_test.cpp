@@ -3,7 +3,9 @@
 // (the program goes on), /exit ends it; Ctrl-C at the prompt ends it too.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli_process.h"
@@ -20,6 +22,10 @@ std::vector<std::string> chat_args(const std::vector<std::string>& more) {
 
 const std::vector<std::pair<std::string, std::string>> kEnv = {{"TERM", "dumb"}};
 
+// Lets the program reach its line reader after the prompt shows (not a timing
+// assertion: only keeps a control key from arriving before libedit reads).
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
 TEST(CliPty, two_turns_ctrl_c_during_generation_then_exit) {
   if (cli_test::stories_model().empty()) GTEST_SKIP() << "../shared/data/stories260K.gguf is absent";
   // --ignore-eos and no -n: a reply only ends by Ctrl-C (or a full context),
@@ -30,6 +36,7 @@ TEST(CliPty, two_turns_ctrl_c_during_generation_then_exit) {
 
   // turn 1: the reply streams until Ctrl-C (it would fill 4096 tokens otherwise)
   size_t mark = pty.transcript().size();
+  settle();  // typed before libedit owns the terminal, the line would be echoed twice
   pty.send("Hello\r");
   ASSERT_TRUE(pty.wait_for("Hello", mark, 5000)) << "libedit echoes the typed line\n" << pty.transcript();
   size_t after_echo = pty.transcript().find("Hello", mark) + 5;
@@ -44,6 +51,7 @@ TEST(CliPty, two_turns_ctrl_c_during_generation_then_exit) {
 
   // turn 2: the program is still alive and answers again
   mark = pty.transcript().size();
+  settle();
   pty.send("Tell me a story\r");
   ASSERT_TRUE(pty.wait_for("Tell me a story", mark, 5000)) << pty.transcript();
   after_echo = pty.transcript().find("Tell me a story", mark) + 15;
@@ -63,12 +71,14 @@ TEST(CliPty, ctrl_c_and_ctrl_d_at_the_prompt_end_the_program) {
   {
     cli_test::Pty pty(cli_test::strix_binary(), chat_args({"-n", "4"}), kEnv);
     ASSERT_TRUE(pty.wait_for("\n> ", 0, 20000)) << pty.transcript();
+    settle();  // the prompt is printed just before libedit takes the terminal
     pty.send("\x03");
     EXPECT_EQ(pty.wait_exit(20000), 130) << pty.transcript();
   }
   {
     cli_test::Pty pty(cli_test::strix_binary(), chat_args({"-n", "4"}), kEnv);
     ASSERT_TRUE(pty.wait_for("\n> ", 0, 20000)) << pty.transcript();
+    settle();
     pty.send("\x04");
     EXPECT_EQ(pty.wait_exit(20000), 0) << pty.transcript();
   }
