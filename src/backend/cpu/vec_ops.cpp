@@ -128,7 +128,6 @@ void fill_vec_ops_scalar(VecOps& v) {
   v.attn_dot_vecdot = dot_f16_vecdot_order;
 }
 
-float attn_dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y) { return dot_f16_vecdot_order(n, x, y); }
 }  // namespace detail
 
 const VecOps& vec_ops() {

@@ -52,8 +52,6 @@ const VecOps& vec_ops();
 namespace detail {
 void fill_vec_ops_scalar(VecOps& v);
 void fill_vec_ops_avx2(VecOps& v);
-// ggml_vec_dot_f16's order (for q.k when the head size is not a multiple of 16).
-float attn_dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y);
 }  // namespace detail
 
 }  // namespace strix::cpu

@@ -45,19 +45,11 @@ inline float reduce16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
 }
 
+float attn_dot_vecdot_avx2(int n, const uint16_t* k, const uint16_t* q);
+
 float attn_dot_avx2(int n, const uint16_t* k, const uint16_t* q) {
-  if (n % 16 != 0) {
-    if (n >= 64) return detail::attn_dot_f16_vecdot_order(n, k, q);
-    // short heads: ggml_vec_dot_f16's leftover loop, float products summed in
-    // double in element order; the products come from hardware conversions
-    alignas(32) float prod[64];
-    int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_store_ps(prod + i, _mm256_mul_ps(load_h8(k + i), load_h8(q + i)));
-    for (; i < n; ++i) prod[i] = _cvtsh_ss(k[i]) * _cvtsh_ss(q[i]);
-    double sum = 0;
-    for (int j = 0; j < n; ++j) sum += static_cast<double>(prod[j]);
-    return static_cast<float>(sum);
-  }
+  // tinyBLAS declines k % 16 != 0: ggml_vec_dot_f16's order then, in any batch
+  if (n % 16 != 0) return attn_dot_vecdot_avx2(n, k, q);
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int c = 0; c < n; c += 16) {
     lo = _mm256_fmadd_ps(load_h8(k + c), load_h8(q + c), lo);
@@ -95,10 +87,11 @@ inline __m256 expf16_avx2(__m256 x) {
   return res;
 }
 
-double attn_exp_avx2(int n, float* x, float max) {
+// x[i] = ggml_v_expf(x[i] - max) over the whole 16-element chunks of [0, n);
+// returns how far it got and adds each chunk's _mm512_reduce_add_ps to sum.
+int64_t exp_chunks16(int64_t n, float* x, float max, double& sum) {
   const __m256 m = _mm256_set1_ps(max);
-  double sum = 0;
-  int c = 0;
+  int64_t c = 0;
   for (; c + 16 <= n; c += 16) {
     const __m256 lo = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + c), m));
     const __m256 hi = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + c + 8), m));
@@ -106,7 +99,13 @@ double attn_exp_avx2(int n, float* x, float max) {
     _mm256_storeu_ps(x + c + 8, hi);
     sum += static_cast<double>(reduce16(lo, hi));
   }
-  if (c < n) {
+  return c;
+}
+
+double attn_exp_avx2(int n, float* x, float max) {
+  double sum = 0;
+  const int c = static_cast<int>(exp_chunks16(n, x, max, sum));
+  if (c < n) {  // the cache's masked cells past n count as exp(-inf) = 0 in the last chunk
     alignas(32) float t[16];
     for (int l = 0; l < 16; ++l) t[l] = c + l < n ? x[c + l] - max : -INFINITY;
     const __m256 lo = expf16_avx2(_mm256_load_ps(t));
@@ -133,17 +132,8 @@ void swiglu_avx2(int64_t n, const float* g, const float* u, float* out) {
 }
 
 double softmax_exp_avx2(int64_t n, float* x, float max) {
-  const __m256 m = _mm256_set1_ps(max);
   double sum = 0;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 lo = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
-    const __m256 hi = expf16_avx2(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m));
-    _mm256_storeu_ps(x + i, lo);
-    _mm256_storeu_ps(x + i + 8, hi);
-    sum += static_cast<double>(reduce16(lo, hi));
-  }
-  for (; i < n; ++i) {
+  for (int64_t i = exp_chunks16(n, x, max, sum); i < n; ++i) {
     x[i] = std::exp(x[i] - max);
     sum += static_cast<double>(x[i]);
   }
