@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/vocab_gguf.h"
 #include "core/error.h"
 #include "gguf/writer.h"
 #include "grammar/grammar.h"
@@ -61,19 +62,8 @@ inline VocabPair& stories() {
 
 // A vocab-only GGUF of the llama3_1 tokenizer (byte-level BPE, 128k tokens).
 inline VocabPair& bpe() {
-  static VocabPair p = [] {
-    const fs::path dir = fs::temp_directory_path() / ("strix_grammar_test_" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    const std::string path = (dir / "llama3_1.gguf").string();
-    const synth::ImportedVocab v = synth::import_vocab("llama3_1");
-    GgufWriter w;
-    w.set_str("general.architecture", "llama");
-    for (const auto& kv : v.kvs) w.set(kv.key, kv.value);
-    w.write(path);
-    VocabPair pair = load_pair(path);
-    fs::remove_all(dir);
-    return pair;
-  }();
+  static VocabPair p =
+      strix::test::with_vocab_only_gguf("llama3_1", [](const std::string& path) { return load_pair(path); });
   return p;
 }
 

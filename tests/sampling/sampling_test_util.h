@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/vocab_gguf.h"
 #include "gguf/writer.h"
 #include "ref/libllama.h"
 #include "sampling/sampler.h"
@@ -58,19 +59,7 @@ inline Env& stories() {
 
 // llama3_1's byte-level BPE vocabulary (128,256 tokens) as a vocab-only GGUF.
 inline Env& llama3() {
-  static Env e = [] {
-    const fs::path dir = fs::temp_directory_path() / ("strix_sampling_test_" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    const std::string path = (dir / "llama3_1.gguf").string();
-    const synth::ImportedVocab v = synth::import_vocab("llama3_1");
-    GgufWriter w;
-    w.set_str("general.architecture", "llama");
-    for (const auto& kv : v.kvs) w.set(kv.key, kv.value);
-    w.write(path);
-    Env env = load_env(path);
-    fs::remove_all(dir);
-    return env;
-  }();
+  static Env e = strix::test::with_vocab_only_gguf("llama3_1", [](const std::string& path) { return load_env(path); });
   return e;
 }
 
