@@ -67,32 +67,15 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
                  const float* bias, int64_t expert) {
   const cpu::GemmFn gemm = e.k.gemm[static_cast<uint32_t>(w.type)];
   const int64_t ne0 = w.ne[0], nr = w.ne[1];
-  // Which order libllama's ggml-cpu sums each output in decides the calls:
-  // - types it repacks (backend/cpu/repack.h): its 2-D mul_mat is gemm (groups
-  //   of 4 columns) + gemv, which our gemm reproduces for 64-column blocks;
-  //   a weight it does not repack (rows % 8 != 0) goes to vec_dot;
-  // - F32/F16: tinyBLAS (one chain per output) for n >= 2 when the rows are a
-  //   multiple of 4, else vec_dot; our gemm is tinyBLAS for >= 2 columns and
-  //   vec_dot for 1, so a lone last column of a batch must not be split off;
-  // - mul_mat_id (experts, ne[2] > 1) multiplies one column at a time: gemv for
-  //   repacked types and vec_dot for F32/F16 (our gemm for one column), vec_dot
-  //   for every other type.
-  const bool repack_type = cpu::libllama_repack_type(e.k.isa, w.type);
-  const bool dense_float = w.type == GgmlType::F32 || w.type == GgmlType::F16;
-  const bool iq4_xs_gemm = w.type == GgmlType::IQ4_XS && n >= 8;
-  const bool by_vec_dot = (repack_type && nr % 8 != 0) || (dense_float && nr % 4 != 0) ||
-                          (w.ne[2] > 1 && !repack_type && !dense_float && !iq4_xs_gemm);
-  const int64_t tok_block = (w.ne[2] > 1 && !iq4_xs_gemm) ? 1 : kTokBlock;
-  // - IQ4_XS: libllama's 2-D mul_mat sums in our gemm's order when n >= 8 and
-  //   in vec_dot's below (measured: strix parity --ubatch 1..64 is exact only
-  //   with this split).
-  const int64_t vec_dot_tail = (w.type == GgmlType::IQ4_XS && w.ne[2] == 1 && n < 8) ? n : 0;  // experts: by_vec_dot
+  // libllama's summation order for this product decides the calls (backend/cpu/repack.h).
+  const cpu::MatmulOrder order = cpu::libllama_matmul_order(e.k.isa, w.type, nr, w.ne[2] > 1, n, kTokBlock);
+  const int64_t tok_block = order.tok_block, vec_dot_tail = order.vec_dot_tail;
   const cpu::VecDotFn dot = e.k.vec_dot[static_cast<uint32_t>(w.type)];
   const auto [r0, r1] = e.range(nr, 8);
   const uint8_t* wbase = w.data + expert * w.nb2;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t nrb = std::min(kRowBlock, r1 - rb);
-    if (by_vec_dot) {
+    if (order.by_vec_dot) {
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t r = rb; r < rb + nrb; ++r) {
           dot(static_cast<int>(ne0), y + t * y_stride + r, wbase + r * w.nb1, act + t * act_stride);
@@ -106,7 +89,7 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
       }
       for (int64_t tb = 0; tb < n - vec_dot_tail; tb += tok_block) {
         int64_t ntb = std::min<int64_t>(tok_block, n - vec_dot_tail - tb);
-        if (dense_float && tok_block > 2 && n - tb - ntb == 1) --ntb;  // keep a 2-column tail in tinyBLAS order
+        if (order.keep_pair_tail && n - tb - ntb == 1) --ntb;  // keep a 2-column tail in tinyBLAS order
         gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act + tb * act_stride, act_stride,
              static_cast<int>(ntb), y + tb * y_stride + rb, static_cast<size_t>(y_stride));
       }

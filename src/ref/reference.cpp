@@ -7,11 +7,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/source_dir.h"
 #include "quant/types.h"
 
-#ifndef STRIX_SOURCE_DIR
-#define STRIX_SOURCE_DIR "."
-#endif
 
 namespace strix::ref {
 
@@ -27,7 +25,7 @@ std::string reference_dir() {
     return env;
   }
   // The source tree this binary was built from, then the working directory and its parents.
-  std::vector<fs::path> roots = {fs::path(STRIX_SOURCE_DIR)};
+  std::vector<fs::path> roots = {fs::path(strix::source_dir())};
   for (fs::path p = fs::current_path(); !p.empty(); p = p.parent_path()) {
     roots.push_back(p);
     if (p == p.root_path()) break;

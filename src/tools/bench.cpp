@@ -15,17 +15,16 @@
 #include <thread>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cuda/cuda_context.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/source_dir.h"
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
 #include "tokenizer/tokenizer.h"
 
-#ifndef STRIX_SOURCE_DIR
-#define STRIX_SOURCE_DIR "."
-#endif
 
 namespace strix {
 
@@ -257,6 +256,24 @@ class StrixSide : public Side {
   std::vector<int32_t> pos_, seq_;
 };
 
+// The same on the GPU (backend/cuda): full offload, the forward on one stream.
+class CudaSide : public Side {
+ public:
+  CudaSide(const Model& model, const ContextOptions& co) : ctx_(model, co) {}
+  void clear() override { ctx_.clear(); }
+  void truncate(int32_t n) override { ctx_.seq_truncate(0, n); }
+  void decode(std::span<const int32_t> tokens, int32_t pos0) override {
+    pos_.resize(tokens.size());
+    seq_.assign(tokens.size(), 0);
+    for (size_t i = 0; i < tokens.size(); ++i) pos_[i] = pos0 + static_cast<int32_t>(i);
+    ctx_.decode(tokens, pos_, seq_);  // returns once the logits are on the host
+  }
+
+ private:
+  cuda::CudaContext ctx_;
+  std::vector<int32_t> pos_, seq_;
+};
+
 // libggml-cpu's threadpool, created and attached as llama-bench does (without
 // one, libggml starts and joins its threads for every graph). Our declaration
 // of struct ggml_threadpool_params (ggml.h): bool cpumask[GGML_MAX_N_THREADS =
@@ -400,6 +417,11 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
   std::vector<BenchResult> out;
   for (const std::string& path : o.models) {
     auto model = Model::load(path);
+    const bool on_gpu = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+    if (on_gpu) {
+      if (o.compare) throw Refusal("bench: --compare runs libllama on the CPU; it is not offered with -ngl " + o.ngl);
+      cuda::check_model(*model);
+    }
     const GgufFile& f = model->file();
     int64_t ftype = f.find("general.file_type") ? static_cast<int64_t>(f.get_u64("general.file_type")) : -1;
     std::string type_suffix;  // non-empty: the file type was guessed
@@ -441,7 +463,14 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
       co.n_ubatch = o.n_ubatch;
       co.n_threads = n_threads;
       co.n_seq_max = 1;
-      StrixSide strix_side(*model, co);
+      t.backend = on_gpu ? "CUDA" : "CPU";
+      std::unique_ptr<Side> side_owner;
+      if (on_gpu) {
+        side_owner = std::make_unique<CudaSide>(*model, co);
+      } else {
+        side_owner = std::make_unique<StrixSide>(*model, co);
+      }
+      Side& strix_side = *side_owner;
       strix_side.n_vocab = model->hparams().n_vocab;
       strix_side.bos = tk.vocab().bos;
       strix_side.add_bos = tk.vocab().add_bos;
@@ -566,7 +595,7 @@ std::string bench_markdown_row(const BenchResult& r, const BenchOptions& o) {
       }
       v = buf;
     } else if (f.name == "backend") {
-      v = "CPU";
+      v = r.backend;
     } else if (f.name == "threads") {
       v = std::to_string(r.n_threads);
     } else if (f.name == "n_batch") {
@@ -640,11 +669,40 @@ nlohmann::json stats(const std::vector<uint64_t>& ns, const std::vector<double>&
 
 }  // namespace
 
-nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results, const BenchBuildInfo& build) {
+BenchGpu bench_gpu_info() {
+  const cuda::GpuInfo g = cuda::gpu_info(true);
+  return {g.name, g.copy_bytes_per_s};
+}
+
+namespace {
+// weight bytes read per second by a tg row, as a fraction of the copy bandwidth
+double tg_fraction(const BenchResult& r, const BenchGpu& gpu) {
+  return gpu.copy_bytes_per_s > 0 ? bench_mean(r.ts()) * static_cast<double>(r.model_size) / gpu.copy_bytes_per_s : 0;
+}
+}  // namespace
+
+std::string bench_gpu_summary(const BenchGpu& gpu, const std::vector<BenchResult>& results) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "GPU %s: device-to-device copy bandwidth %.0f GB/s (read + write)\n", gpu.name.c_str(),
+                gpu.copy_bytes_per_s / 1e9);
+  std::string s = buf;
+  for (const BenchResult& r : results) {
+    if (r.n_gen == 0 || r.n_prompt != 0) continue;
+    const double ts = bench_mean(r.ts());
+    std::snprintf(buf, sizeof buf, "  %s %s: %.1f t/s x %.2f GB of weights = %.0f GB/s = %.1f%% of the copy bandwidth\n",
+                  r.model_type.c_str(), r.test_name().c_str(), ts, static_cast<double>(r.model_size) / 1e9,
+                  ts * static_cast<double>(r.model_size) / 1e9, 100 * tg_fraction(r, gpu));
+    s += buf;
+  }
+  return s;
+}
+
+nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results, const BenchBuildInfo& build,
+                             const BenchGpu* gpu) {
   using nlohmann::json;
   utsname u{};
   ::uname(&u);
-  const std::string src = STRIX_SOURCE_DIR;
+  const std::string src = strix::source_dir();
   const std::string commit = first_line_of("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
   const std::string dirty = first_line_of("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
   json host = {
@@ -655,6 +713,10 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
       {"kernel", std::string(u.sysname) + " " + u.release + " " + u.machine},
       {"loadavg_at_end", read_file_line("/proc/loadavg")},
   };
+  if (gpu) {
+    host["gpu"] = gpu->name;
+    host["gpu_copy_bytes_per_s"] = gpu->copy_bytes_per_s;
+  }
   if (o.compare) {
     const std::string lib = loaded_ggml_cpu_lib();
     host["libllama_cpu_variant"] = lib.substr(lib.find_last_of('/') + 1);
@@ -692,7 +754,9 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
                 {"n_gen", r.n_gen},
                 {"n_depth", r.n_depth},
                 {"n_threads", r.n_threads},
+                {"backend", r.backend},
                 {"strix", stats(r.samples_ns, r.ts())}};
+    if (gpu && r.n_gen > 0 && r.n_prompt == 0) row["weight_bytes_per_s_fraction_of_copy_bw"] = tg_fraction(r, *gpu);
     if (!r.ref_samples_ns.empty()) {
       row["libllama_model_type"] = r.ref_model_type;
       row["libllama"] = stats(r.ref_samples_ns, r.ref_ts());

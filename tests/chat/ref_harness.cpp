@@ -1,3 +1,4 @@
+#include "core/source_dir.h"
 #include "ref_harness.h"
 
 #include <unistd.h>
@@ -55,7 +56,7 @@ std::vector<RenderResult> render_reference(const std::vector<JinjaCase>& cases) 
     std::ofstream f(in, std::ios::binary);
     f << jinja::to_json(arr, {});
   }
-  std::string cmd = "/usr/bin/python3 " STRIX_SOURCE_DIR "/tests/chat/jinja_ref.py " + in + " " + out;
+  std::string cmd = "/usr/bin/python3 " + std::string(STRIX_SOURCE_DIR) + "/tests/chat/jinja_ref.py " + in + " " + out;
   if (std::system(cmd.c_str()) != 0) throw Error("reference renderer failed: " + cmd);
   Value res = jinja::parse_json(read_text_file(out));
   std::remove(in.c_str());

@@ -1,3 +1,4 @@
+#include "core/source_dir.h"
 #include "cli/cli_process.h"
 
 #include <fcntl.h>
@@ -108,7 +109,7 @@ Result run(const std::string& exe, const std::vector<std::string>& args, const s
 std::string strix_binary() { return STRIX_BINARY_PATH; }
 
 std::string stories_model() {
-  const std::string p = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+  const std::string p = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
   return std::filesystem::exists(p) ? p : std::string();
 }
 

@@ -2,6 +2,7 @@
 // (checked by hf_layout_check.py, written from huggingface_hub's rules and hashing with
 // hashlib), the manifest route for tags, split sets, 401/404, resume after a cut
 // transfer, a wrong hash, the CDN redirect, and reuse of the cache with the hub down.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <cstdlib>

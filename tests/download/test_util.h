@@ -2,6 +2,7 @@
 // (tests/download/fake_hub.py) as a child process.
 #pragma once
 
+#include "core/source_dir.h"
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>

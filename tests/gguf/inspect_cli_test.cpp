@@ -1,5 +1,6 @@
 // `strix inspect` end to end: the built binary (STRIX_BINARY_PATH) on the real
 // model and on a malformed file.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ namespace {
 using namespace gguf_test;
 namespace fs = std::filesystem;
 
-const char* kStories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+const std::string kStories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 
 struct CliRun {
   int code = -1;

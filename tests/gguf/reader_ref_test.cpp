@@ -1,6 +1,7 @@
 // The reader against libggml's own GGUF parser (gguf_* from the pinned
 // libggml-base): every key, type and value, every tensor's name, type, shape,
 // offset and size, the data offset and the alignment must agree.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@ using strix::GgufFile;
 using strix::GgufType;
 using strix::GgufValue;
 
-const char* kStories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+const std::string kStories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("strix_gguf_ref_" + std::to_string(::getpid()) + "_" + name))

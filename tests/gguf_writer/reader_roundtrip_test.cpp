@@ -1,6 +1,7 @@
 // Files written by GgufWriter read back by our own reader (GgufFile), and nested
 // arrays (arrays of arrays), which the pinned libggml refuses to load: the file
 // is checked against libggml for the refusal and against our reader for content.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -124,7 +125,7 @@ TEST(GgufWriterNestedArrays, our_reader_reads_them_back_identically) {
 // back by our writer (kvs in order, tensors borrowed from the map), comes out
 // byte for byte identical: same metadata encoding, padding and tensor layout.
 TEST(GgufWriterOwnReader, rewriting_a_real_model_reproduces_it_byte_for_byte) {
-  const std::string model = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+  const std::string model = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " is absent";
   const auto f = GgufFile::open(model);
   GgufWriter w;

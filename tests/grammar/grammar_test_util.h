@@ -4,6 +4,7 @@
 // walk that drives libllama's grammar sampler and our Matcher side by side.
 #pragma once
 
+#include "core/source_dir.h"
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,7 +32,7 @@ namespace strix::grammar::test {
 
 namespace fs = std::filesystem;
 
-inline const char* kStories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+inline const std::string kStories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 
 inline bool have_shared() { return fs::exists(kStories); }
 

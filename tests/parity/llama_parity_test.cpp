@@ -1,5 +1,6 @@
 // llama vs libllama: synthetic models of several shapes and weight types, the
 // real stories260K (greedy 200 tokens), and negative controls.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -3,6 +3,7 @@
 // separate q/k/v projections; LongRoPE (rope_factors_long/short chosen by the
 // context size, attn_factor, partial rotary, an ignored sliding window) on
 // both sides of the long/short switch; negative controls that must fail.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <cmath>

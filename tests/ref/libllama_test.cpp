@@ -3,6 +3,7 @@
 // with several sequences, samplers and quantization. The expected story text is
 // libllama's own well-known greedy output for stories260K, not something Strix
 // produced.
+#include "core/source_dir.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +21,7 @@
 namespace strix::ref {
 namespace {
 
-const char* kModel = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+const std::string kModel = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 
 bool have_model() { return std::filesystem::exists(kModel); }
 

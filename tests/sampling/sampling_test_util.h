@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/vocab_gguf.h"
+#include "core/source_dir.h"
 #include "gguf/writer.h"
 #include "ref/libllama.h"
 #include "sampling/sampler.h"
@@ -31,7 +32,7 @@ namespace strix::sampling::test {
 namespace fs = std::filesystem;
 namespace abi = ref::llama_abi;
 
-inline const char* kStories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+inline const std::string kStories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 inline bool have_shared() { return fs::exists(kStories); }
 
 #define REQUIRE_SHARED() \
@@ -99,6 +100,7 @@ inline ref::LlamaSampler reference_chain(const Params& p, const Env& env, int32_
   const int32_t dry_last_n = p.dry_penalty_last_n == -1 ? n_ctx : p.dry_penalty_last_n;
   const size_t min_keep = static_cast<size_t>(static_cast<int64_t>(p.min_keep));
   if (p.mirostat == 0) {
+    bool use_adaptive_p = false;
     for (Stage st : p.stages) {
       switch (st) {
         case Stage::kPenalties:
@@ -132,9 +134,16 @@ inline ref::LlamaSampler reference_chain(const Params& p, const Env& env, int32_
         case Stage::kInfill:
           ch.infill(*env.model);
           break;
+        case Stage::kAdaptiveP:
+          use_adaptive_p = true;
+          break;
       }
     }
-    ch.dist(p.seed);
+    if (use_adaptive_p) {
+      ch.adaptive_p(p.adaptive_target, p.adaptive_decay, p.seed);
+    } else {
+      ch.dist(p.seed);
+    }
   } else if (p.mirostat == 1) {
     ch.temp(p.temp);
     ch.mirostat(n_vocab, p.seed, p.mirostat_tau, p.mirostat_eta, 100);

@@ -1,3 +1,4 @@
+#include "core/source_dir.h"
 #include "server/server_process.h"
 
 #include <fcntl.h>

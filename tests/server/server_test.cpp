@@ -1,17 +1,22 @@
 // `strix serve` as a subprocess on the real stories260K model, driven by the
-// official `openai` npm package (tests/server/openai_client.mjs): greedy chat,
-// streamed chat, completions and the native endpoints against libllama's
-// greedy tokens (src/ref, the independent reference, with a one-token-off
-// negative control), OpenAI-shaped errors, 8 concurrent streams, a client that
-// disconnects mid-stream, flags and a clean SIGTERM shutdown.
+// official `openai` and `@anthropic-ai/sdk` npm packages
+// (tests/server/openai_client.mjs, anthropic_client.mjs): greedy chat,
+// streamed chat, completions, Responses, Anthropic Messages and the native
+// endpoints against libllama's greedy tokens (src/ref, the independent
+// reference, with a one-token-off negative control), logprobs against
+// libllama's log-softmax, json_schema output validated by ajv, OpenAI- and
+// Anthropic-shaped errors, 8 concurrent streams, a client that disconnects
+// mid-stream, --timeout, flags and a clean SIGTERM shutdown.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/source_dir.h"
 #include "ref/libllama.h"
 #include "server/server_process.h"
 
@@ -78,7 +83,7 @@ class ServeTest : public ::testing::Test {
     if (server_test::stories_model().empty()) return;
     server_ = new server_test::Server({"-m", server_test::stories_model(), "-np", "4", "-t", "1", "--api-key", kApiKey,
                                        "--alias", "stories", "--chat-template", kTemplate, "--jinja", "--body-limit",
-                                       "200000"});
+                                       "200000", "--metrics", "--reasoning-format", "auto"});
     model_ = new strix::ref::LlamaModel(server_test::stories_model());
   }
   static void TearDownTestSuite() {
@@ -94,11 +99,12 @@ class ServeTest : public ::testing::Test {
 
   // Runs one mode of the node client; its JSON output.
   static json client(const std::string& mode, const std::string& api_key = kApiKey,
-                     const std::vector<std::pair<std::string, std::string>>& env = {}) {
-    const Result r = server_test::run("node",
-                                      {std::string(STRIX_SOURCE_DIR) + "/tests/server/openai_client.mjs", mode,
-                                       server_->url(), api_key, std::to_string(kN)},
-                                      env, 120);
+                     const std::vector<std::pair<std::string, std::string>>& env = {},
+                     const std::string& script = "openai_client.mjs", const std::string& extra = "") {
+    std::vector<std::string> args = {std::string(STRIX_SOURCE_DIR) + "/tests/server/" + script, mode, server_->url(),
+                                     api_key, std::to_string(kN)};
+    if (!extra.empty()) args.push_back(extra);
+    const Result r = server_test::run("node", args, env, 120);
     EXPECT_EQ(r.code, 0) << mode << ": " << r.out << r.err << "\nserver log:\n" << server_->log();
     const json j = json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << r.out;
@@ -186,9 +192,21 @@ TEST_F(ServeTest, errors_have_openai_shape_and_name_the_field) {
   EXPECT_EQ(u.value("type", ""), "invalid_request_error");
   EXPECT_NE(u.value("message", "").find("tools"), std::string::npos);
   EXPECT_EQ(r["made_up_field"].value("param", ""), "frobnicate");
-  EXPECT_EQ(r["n2"].value("status", 0), 400);
-  EXPECT_EQ(r["n2"].value("param", ""), "n");
-  EXPECT_EQ(r["echo"].value("param", ""), "echo");
+  EXPECT_EQ(r["n0"].value("status", 0), 400);
+  EXPECT_EQ(r["n0"].value("param", ""), "n");
+  EXPECT_EQ(r["echo_logprobs"].value("param", ""), "echo");
+  EXPECT_EQ(r["best_of_stream"].value("param", ""), "best_of");
+  EXPECT_EQ(r["bad_schema"].value("status", 0), 400);
+  EXPECT_NE(r["bad_schema"].value("param", "").find("response_format"), std::string::npos) << r["bad_schema"];
+  EXPECT_EQ(r["bad_grammar"].value("status", 0), 400);
+  EXPECT_EQ(r["bad_grammar"]["body"]["error"].value("param", ""), "grammar");
+  EXPECT_EQ(r["bad_message_field"].value("param", ""), "messages[0].audio");
+  EXPECT_EQ(r["id_slot"]["body"]["error"].value("param", ""), "id_slot");
+  EXPECT_EQ(r["prev_response"].value("status", 0), 400);
+  EXPECT_EQ(r["prev_response"].value("param", ""), "previous_response_id");
+  EXPECT_EQ(r["store"].value("param", ""), "store");
+  EXPECT_EQ(r["hosted_tool"].value("param", ""), "tools[0].type");
+  EXPECT_EQ(r["props_post"].value("status", 0), 403) << "POST /props needs --props";
   EXPECT_EQ(r["bad_part"].value("status", 0), 400);
   EXPECT_EQ(r["bad_type"].value("param", ""), "temperature");
   EXPECT_EQ(r["long_prompt"].value("status", 0), 400);
@@ -208,7 +226,7 @@ TEST_F(ServeTest, errors_have_openai_shape_and_name_the_field) {
   EXPECT_EQ(r["oversized"].value("status", 0), 413);
   EXPECT_EQ(r["health"].value("status", 0), 200) << "/health needs no key";
   EXPECT_EQ(r["native_unknown"].value("status", 0), 400);
-  EXPECT_EQ(r["native_unknown"]["body"]["error"].value("param", ""), "mirostat");
+  EXPECT_EQ(r["native_unknown"]["body"]["error"].value("param", ""), "input_prefix");
   EXPECT_EQ(r["bad_token"].value("status", 0), 400);
 }
 
@@ -225,6 +243,227 @@ TEST_F(ServeTest, client_disconnect_cancels_and_the_server_keeps_serving) {
   EXPECT_GT(r["health"].value("requests_cancelled", 0), r["before"].value("requests_cancelled", 0)) << r.dump();
   EXPECT_EQ(r["health"].value("slots_processing", -1), 0);
   EXPECT_EQ(r["after"].value("content", ""), e.text);
+}
+
+// libllama's log-softmax at each step of `gen` after `prompt`: the sampled
+// token's log-probability and the runner-up's (the negative control).
+struct RefLogprobs {
+  std::vector<double> sampled, second;
+};
+RefLogprobs ref_logprobs(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt,
+                         const std::vector<int32_t>& gen) {
+  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
+  ctx.decode_seq(prompt, 0);
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  RefLogprobs out;
+  for (int32_t t : gen) {
+    const auto lg = ctx.logits(-1);
+    double mx = -1e30;
+    for (float x : lg) mx = std::max(mx, static_cast<double>(x));
+    double sum = 0;
+    for (float x : lg) sum += std::exp(static_cast<double>(x) - mx);
+    const double lse = mx + std::log(sum);
+    double second = -1e30;
+    for (size_t v = 0; v < lg.size(); ++v) {
+      if (static_cast<int32_t>(v) != t) second = std::max(second, static_cast<double>(lg[v]));
+    }
+    out.sampled.push_back(lg[t] - lse);
+    out.second.push_back(second - lse);
+    const int32_t one[1] = {t};
+    ctx.decode_seq(one, pos++);
+  }
+  return out;
+}
+
+TEST_F(ServeTest, logprobs_match_libllama_log_softmax) {
+  const double kTol = 5e-3;
+  const Expected e = expected(*model_, kChatText);
+  const json r = client("logprobs");
+  EXPECT_EQ(r.value("chat_content", ""), e.text);
+  const json& chat = r["chat"];
+  ASSERT_EQ(chat.size(), e.gen.size()) << r.dump();
+  const RefLogprobs ref = ref_logprobs(*model_, e.prompt, e.gen);
+  int control_differs = 0;
+  for (size_t i = 0; i < e.gen.size(); ++i) {
+    const double lp = chat[i]["logprob"].get<double>();
+    EXPECT_EQ(chat[i].value("token", ""), model_->token_to_piece(e.gen[i], false)) << i;
+    EXPECT_NEAR(lp, ref.sampled[i], kTol) << i;
+    if (std::fabs(lp - ref.second[i]) > kTol) ++control_differs;
+    ASSERT_EQ(chat[i]["top"].size(), 3u);
+    EXPECT_NEAR(chat[i]["top"][0]["logprob"].get<double>(), lp, 1e-6) << "greedy: the top alternative is the token";
+    EXPECT_NEAR(chat[i]["top"][1]["logprob"].get<double>(), ref.second[i], kTol) << i;
+    EXPECT_GE(chat[i]["top"][1]["logprob"].get<double>(), chat[i]["top"][2]["logprob"].get<double>());
+    std::vector<int> bytes;
+    for (unsigned char c : chat[i].value("token", "")) bytes.push_back(c);
+    EXPECT_EQ(chat[i]["bytes"].get<std::vector<int>>(), bytes);
+  }
+  EXPECT_GT(control_differs, 0) << "the runner-up's log-probability must not match (negative control)";
+  EXPECT_EQ(r.value("stream_content", ""), e.text);
+  ASSERT_EQ(r["streamed"].size(), e.gen.size());
+  for (size_t i = 0; i < e.gen.size(); ++i) EXPECT_NEAR(r["streamed"][i].get<double>(), ref.sampled[i], kTol);
+
+  const std::string prompt = "Once upon a time";
+  const Expected ec = expected(*model_, prompt);
+  const RefLogprobs rc = ref_logprobs(*model_, ec.prompt, ec.gen);
+  const json& c = r["completion"];
+  EXPECT_EQ(c.value("text", ""), ec.text);
+  ASSERT_EQ(c["logprobs"].size(), ec.gen.size());
+  size_t offset = 0;
+  for (size_t i = 0; i < ec.gen.size(); ++i) {
+    EXPECT_EQ(c["tokens"][i], model_->token_to_piece(ec.gen[i], false));
+    EXPECT_NEAR(c["logprobs"][i].get<double>(), rc.sampled[i], kTol) << i;
+    EXPECT_EQ(c["top"][i].size(), 2u);
+    EXPECT_EQ(c["offsets"][i].get<size_t>(), offset);
+    offset += c["tokens"][i].get<std::string>().size();
+  }
+  EXPECT_EQ(r.value("echo", ""), prompt + ec.text) << "echo: the prompt, then the completion";
+  ASSERT_EQ(r["two"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(r["two"][i].value("index", -1), i);
+    EXPECT_EQ(r["two"][i].value("content", ""), e.text);
+  }
+  EXPECT_EQ(r["best"].value("n", 0), 1);
+  const int billed = r["best"]["usage"].value("completion_tokens", 0);
+  EXPECT_GT(billed, 8) << "best_of 3 generates (and bills) three candidates";
+  EXPECT_LE(billed, 24);
+  ASSERT_EQ(r["native"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(r["native"][i].value("id", -1), ec.gen[i]);
+    EXPECT_NEAR(r["native"][i]["logprob"].get<double>(), rc.sampled[i], kTol);
+    EXPECT_EQ(r["native"][i]["top_logprobs"].size(), 2u);
+  }
+}
+
+TEST_F(ServeTest, json_schema_and_grammar_constrain_the_output) {
+  const json r = client("json_schema");
+  EXPECT_TRUE(r.value("valid", false)) << r.value("text", "") << " " << r["errors"];
+  EXPECT_EQ(r.value("finish", ""), "stop");
+  EXPECT_TRUE(r.value("completions_valid", false)) << r.value("completions_text", "");
+  const std::string g = r.value("grammar", "");
+  EXPECT_TRUE(g == "yes!" || g == "no!") << g;
+  EXPECT_FALSE(r.value("free_valid", true)) << "without a schema the reply is not such JSON (negative control)";
+}
+
+TEST_F(ServeTest, responses_api_matches_libllama_and_streams_its_events) {
+  const Expected e = expected(*model_, kChatText);
+  const json r = client("responses");
+  EXPECT_EQ(r.value("text", ""), e.text);
+  EXPECT_EQ(r.value("items_text", ""), e.text);
+  EXPECT_EQ(r.value("stream_text", ""), e.text);
+  EXPECT_EQ(r.value("done_text", ""), e.text);
+  const bool full = static_cast<int>(e.gen.size()) == kN;
+  EXPECT_EQ(r.value("status", ""), full ? "incomplete" : "completed");
+  EXPECT_EQ(r["usage"].value("input_tokens", 0), static_cast<int>(e.prompt.size()));
+  if (full) {
+    EXPECT_EQ(r["usage"].value("output_tokens", 0), kN);
+    EXPECT_EQ(r["incomplete"].value("reason", ""), "max_output_tokens");
+  }
+  std::vector<std::string> ev = r["events"].get<std::vector<std::string>>();
+  ASSERT_GE(ev.size(), 9u) << r.dump();
+  const std::vector<std::string> head = {"response.created", "response.in_progress", "response.output_item.added",
+                                         "response.content_part.added"};
+  EXPECT_EQ(std::vector<std::string>(ev.begin(), ev.begin() + 4), head);
+  const std::vector<std::string> tail = {"response.output_text.done", "response.content_part.done",
+                                         "response.output_item.done",
+                                         full ? "response.incomplete" : "response.completed"};
+  EXPECT_EQ(std::vector<std::string>(ev.end() - 4, ev.end()), tail);
+  for (size_t i = 4; i + 4 < ev.size(); ++i) EXPECT_EQ(ev[i], "response.output_text.delta");
+  EXPECT_EQ(r.value("final_status", ""), r.value("status", ""));
+  EXPECT_EQ(r["final_usage"], r["usage"]);
+}
+
+TEST_F(ServeTest, anthropic_messages_match_libllama_and_stream_in_order) {
+  const Expected e = expected(*model_, kChatText);
+  // a stop sequence from the middle of the greedy text (its first occurrence)
+  std::string stop;
+  size_t at = 0;
+  for (size_t k = 3; k + 2 <= e.text.size(); ++k) {
+    if (e.text.find(e.text.substr(k, 2)) == k) {
+      stop = e.text.substr(k, 2);
+      at = k;
+      break;
+    }
+  }
+  ASSERT_FALSE(stop.empty()) << e.text;
+  const json r = client("messages", kApiKey, {}, "anthropic_client.mjs", stop);
+  EXPECT_EQ(r.value("text", ""), e.text);
+  EXPECT_NE(r.value("text", ""), e.broken);
+  EXPECT_EQ(r.value("blocks_text", ""), e.text);
+  EXPECT_EQ(r.value("type", ""), "message");
+  EXPECT_EQ(r.value("role", ""), "assistant");
+  const bool full = static_cast<int>(e.gen.size()) == kN;
+  EXPECT_EQ(r.value("stop_reason", ""), full ? "max_tokens" : "end_turn");
+  const json& u = r["usage"];
+  EXPECT_EQ(u.value("input_tokens", 0) + u.value("cache_read_input_tokens", 0), static_cast<int>(e.prompt.size()));
+  if (full) {
+    EXPECT_EQ(u.value("output_tokens", 0), kN);
+  }
+  std::vector<std::string> ev;
+  for (const auto& x : r["events"]) {
+    if (x != "ping") ev.push_back(x);
+  }
+  ASSERT_GE(ev.size(), 5u) << r.dump();
+  EXPECT_EQ(ev[0], "message_start");
+  EXPECT_EQ(ev[1], "content_block_start");
+  for (size_t i = 2; i + 3 < ev.size(); ++i) EXPECT_EQ(ev[i], "content_block_delta:text_delta");
+  EXPECT_EQ(std::vector<std::string>(ev.end() - 3, ev.end()),
+            (std::vector<std::string>{"content_block_stop", "message_delta", "message_stop"}));
+  EXPECT_EQ(r.value("stream_text", ""), e.text);
+  EXPECT_EQ(r.value("final_text", ""), e.text);
+  EXPECT_EQ(r["final_usage"].value("output_tokens", 0), u.value("output_tokens", -1));
+  EXPECT_EQ(r.value("final_stop", ""), r.value("stop_reason", ""));
+  EXPECT_EQ(r["stopped"].value("text", ""), e.text.substr(0, at));
+  EXPECT_EQ(r["stopped"].value("stop_reason", ""), "stop_sequence");
+  EXPECT_EQ(r["stopped"].value("stop_sequence", ""), stop);
+  EXPECT_EQ(r.value("count", 0), static_cast<int>(e.prompt.size()));
+}
+
+TEST_F(ServeTest, anthropic_errors_have_anthropic_shape) {
+  const json r = client("errors", kApiKey, {}, "anthropic_client.mjs");
+  const auto check = [&](const char* key, int status, const char* type, const char* mention) {
+    const json& x = r[key];
+    EXPECT_EQ(x.value("status", 0), status) << key << ": " << x;
+    const json body = x.contains("body") ? x["body"] : json();
+    ASSERT_TRUE(body.is_object()) << key << ": " << x;
+    EXPECT_EQ(body.value("type", ""), "error") << key;
+    EXPECT_EQ(body["error"].value("type", ""), type) << key;
+    EXPECT_NE(body["error"].value("message", "").find(mention), std::string::npos) << key << ": " << body;
+  };
+  check("no_max_tokens", 400, "invalid_request_error", "max_tokens");
+  check("unknown", 400, "invalid_request_error", "frobnicate");
+  check("bad_type", 400, "invalid_request_error", "temperature");
+  check("image", 400, "invalid_request_error", "image");
+  check("tools_no_format", 400, "invalid_request_error", "tools");
+  check("wrong_key", 401, "authentication_error", "API key");
+  check("malformed", 400, "invalid_request_error", "JSON");
+  check("oversized", 413, "request_too_large", "limit");
+  EXPECT_EQ(r.value("bearer", 0), 200) << "Authorization: Bearer works on the Anthropic routes too";
+}
+
+TEST_F(ServeTest, metrics_slots_and_props) {
+  const json r = client("endpoints");
+  const std::string m = r.value("metrics", "");
+  EXPECT_NE(m.find("# TYPE llamacpp:prompt_tokens_total counter"), std::string::npos) << m;
+  EXPECT_NE(m.find("llamacpp:tokens_predicted_total "), std::string::npos) << m;
+  EXPECT_NE(r.value("metrics_type", "").find("text/plain"), std::string::npos);
+  ASSERT_TRUE(r["slots"].is_array()) << r["slots"];
+  EXPECT_EQ(r["slots"].size(), 4u);
+  EXPECT_EQ(r["props"].value("total_slots", 0), 4);
+  EXPECT_EQ(r["props"].value("chat_template_tool_format", ""), "none");
+  EXPECT_EQ(r["props"].value("chat_template", ""), kTemplate);
+}
+
+// The server's greedy chat reply is what `strix run` prints for the rendered prompt.
+TEST_F(ServeTest, greedy_chat_equals_the_cli) {
+  const Result c = server_test::run(server_test::strix_binary(),
+                                    {"run", "-m", server_test::stories_model(), "-p", kChatText, "-n",
+                                     std::to_string(kN), "--temp", "0", "-no-cnv", "-t", "1", "--no-display-prompt"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  const std::string content = client("chat").value("content", "");
+  EXPECT_FALSE(content.empty());
+  // the CLI ends its output with "\n\n" (after " [end of text]\n" when the model ended it)
+  EXPECT_TRUE(c.out == content + "\n\n" || c.out == content + " [end of text]\n\n\n")
+      << "cli: [" << c.out << "] server: [" << content << "]";
 }
 
 // Last in the suite: after everything above, SIGTERM ends the server cleanly
@@ -264,9 +503,40 @@ TEST(Serve, shared_context_full_ends_requests_with_length) {
 TEST(Serve, flags) {
   Result r = server_test::run(server_test::strix_binary(), {"serve", "-h"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* f : {"-m", "-c", "-np", "--parallel", "-b", "-ub", "-t", "--host", "--port", "--api-key", "--alias",
-                        "--chat-template", "--jinja"}) {
+  for (const char* f : {"-m",
+                        "-c",
+                        "-np",
+                        "--parallel",
+                        "-b",
+                        "-ub",
+                        "-t",
+                        "--host",
+                        "--port",
+                        "--api-key",
+                        "--alias",
+                        "--chat-template",
+                        "--jinja",
+                        "--timeout",
+                        "--metrics",
+                        "--slots",
+                        "--no-slots",
+                        "--props",
+                        "--no-webui",
+                        "--path",
+                        "--cache-reuse",
+                        "--ctx-checkpoints",
+                        "--reasoning-format",
+                        "--api-key-file",
+                        "--body-limit",
+                        "--chat-template-file"}) {
     EXPECT_NE(r.out.find(f), std::string::npos) << f;
+  }
+  // flags Strix does not implement are refused by name
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--path", "/tmp"}, {"--cache-reuse", "256"}, {"--ctx-checkpoints", "8"}, {"--reasoning-format", "x"}}) {
+    r = server_test::run(server_test::strix_binary(), {"serve", "-m", "none.gguf", bad[0], bad[1]});
+    EXPECT_EQ(r.code, 1) << bad[0];
+    EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;
   }
   r = server_test::run(server_test::strix_binary(), {"serve", "--frobnicate"});
   EXPECT_EQ(r.code, 1);
@@ -279,10 +549,22 @@ TEST(Serve, flags) {
   EXPECT_NE(r.err.find("-m"), std::string::npos) << r.err;
 }
 
-TEST(Serve, sigterm_stops_cleanly) {
+// --timeout 1: a stream still running after a second ends with a "timed out"
+// error and its slot is freed; then SIGTERM stops the server cleanly.
+TEST(Serve, timeout_frees_the_slot_and_sigterm_stops_cleanly) {
   if (server_test::stories_model().empty()) GTEST_SKIP() << "../shared/data/stories260K.gguf is absent";
-  server_test::Server s({"-m", server_test::stories_model(), "-t", "1"});
+  server_test::Server s({"-m", server_test::stories_model(), "-t", "1", "-c", "32768", "--timeout", "1",
+                         "--chat-template", "chatml", "--no-webui", "--no-slots"});
   ASSERT_TRUE(s.ok()) << s.log();
+  const Result r = server_test::run(
+      "node", {std::string(STRIX_SOURCE_DIR) + "/tests/server/openai_client.mjs", "timeout", s.url(), "none", "0"}, {},
+      120);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << s.log();
+  const json j = json::parse(r.out);
+  EXPECT_NE(j.value("error", "").find("timed out"), std::string::npos) << j.dump();
+  EXPECT_EQ(j["health"].value("slots_processing", -1), 0);
+  EXPECT_LT(j.value("chunks", 0), 30000) << "the stream was cut before its end";
+  EXPECT_EQ(j["slots"].value("status", 0), 501) << "--no-slots";
   EXPECT_EQ(s.stop(), 0) << s.log();
 }
 

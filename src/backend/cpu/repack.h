@@ -30,4 +30,39 @@ inline bool libllama_repacks(CpuIsa isa, GgmlType t, int64_t ne1) {
   return libllama_repack_type(isa, t) && ne1 % 8 == 0;
 }
 
+// How to call our kernels so that every output of a weight product is summed
+// in the order libllama's ggml-cpu sums it (all the rules in one place):
+// - types it repacks: gemm (groups of 4 columns) + gemv, which our gemm
+//   reproduces for blocks of columns; a weight it does not repack
+//   (rows % 8 != 0) goes to vec_dot;
+// - F32/F16: tinyBLAS (one chain per output) for n >= 2 when the rows are a
+//   multiple of 4, else vec_dot; our gemm is tinyBLAS for >= 2 columns and
+//   vec_dot for 1, so a lone last column of a batch must not be split off;
+// - IQ4_XS: its 2-D product sums in our gemm's order when n >= 8 and in
+//   vec_dot's below (measured: strix parity --ubatch 1..64 is exact only with
+//   this split);
+// - mul_mat_id (experts) multiplies one column at a time: gemv for repacked
+//   types and vec_dot for F32/F16 (our gemm for one column), vec_dot for every
+//   other type.
+struct MatmulOrder {
+  bool by_vec_dot = false;      // every output through vec_dot
+  int64_t tok_block = 0;        // columns per gemm call
+  int64_t vec_dot_tail = 0;     // the last columns that go through vec_dot instead
+  bool keep_pair_tail = false;  // never leave a single column for the last gemm call
+};
+
+inline MatmulOrder libllama_matmul_order(CpuIsa isa, GgmlType t, int64_t rows, bool experts, int64_t n,
+                                         int64_t tok_block) {
+  const bool repack = libllama_repack_type(isa, t);
+  const bool dense_float = t == GgmlType::F32 || t == GgmlType::F16;
+  const bool iq4_xs_gemm = t == GgmlType::IQ4_XS && n >= 8;
+  MatmulOrder o;
+  o.by_vec_dot = (repack && rows % 8 != 0) || (dense_float && rows % 4 != 0) ||
+                 (experts && !repack && !dense_float && !iq4_xs_gemm);
+  o.tok_block = (experts && !iq4_xs_gemm) ? 1 : tok_block;
+  o.vec_dot_tail = (t == GgmlType::IQ4_XS && !experts && n < 8) ? n : 0;
+  o.keep_pair_tail = dense_float && o.tok_block > 2;
+  return o;
+}
+
 }  // namespace strix::cpu
