@@ -37,6 +37,9 @@ void usage(FILE* out) {
                "                        on the same file, alternating per repetition; adds the\n"
                "                        columns libllama t/s and ratio (strix / libllama)\n"
                "  --out-json PATH       also write the receipt (host, build, samples) to PATH\n"
+               "  -ngl, --n-gpu-layers N  0 (default): CPU; 99 or all: everything on the GPU (CUDA builds;\n"
+               "                        partial offload is not implemented yet). Also prints the GPU's\n"
+               "                        copy bandwidth and each tg test's weight bytes/s as a fraction of it\n"
                "  --no-warmup           skip the warmup run\n"
                "  --seed S              picks the random token ids (default 1)\n");
 }
@@ -104,6 +107,8 @@ int cmd_bench(int argc, char** argv) {
       if (i + 1 < argc && argv[i + 1][0] != '-') o.libllama_dir = argv[++i];
     } else if (a == "--out-json") {
       out_json = next();
+    } else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
+      o.ngl = next();
     } else if (a == "--no-warmup") {
       o.warmup = false;
     } else if (a == "--seed") {
@@ -130,7 +135,12 @@ int cmd_bench(int argc, char** argv) {
   });
   std::string command = "strix bench";
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
-  const nlohmann::json receipt = bench_receipt(o, results, {.strix_version = strix_version(), .command = command});
+  const bool on_gpu = !results.empty() && results.front().backend != "CPU";
+  BenchGpu gpu;
+  if (on_gpu) gpu = bench_gpu_info();
+  const nlohmann::json receipt =
+      bench_receipt(o, results, {.strix_version = strix_version(), .command = command}, on_gpu ? &gpu : nullptr);
+  if (md && on_gpu) std::printf("\n%s", bench_gpu_summary(gpu, results).c_str());
   if (md) {
     const std::string commit = receipt["build"]["git_commit"];
     std::printf("\nbuild: strix %s (%s%s)\n", strix_version(), commit.substr(0, 12).c_str(),

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "apps/strix/commands.h"
 #include "cli/chat_history.h"
@@ -26,29 +27,47 @@ namespace strix::app {
 namespace {
 
 void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: strix serve -m FILE [options]   (also strix-server)\n"
-               "\n"
-               "An OpenAI-compatible HTTP server, as llama-server.\n"
-               "\n"
-               "  -m,  --model FILE            the GGUF model\n"
-               "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
-               "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
-               "  -b,  --batch-size N          most tokens per engine step (default: 2048)\n"
-               "  -ub, --ubatch-size N         most tokens per forward pass (default: 512)\n"
-               "  -t,  --threads N             compute threads (default: all cores)\n"
-               "       --host HOST             address to listen on (default: 127.0.0.1)\n"
-               "       --port PORT             port to listen on, 0 for any free one (default: 8080)\n"
-               "       --api-key KEY           require \"Authorization: Bearer KEY\" (all routes but /health)\n"
-               "       --alias NAME            the model id reported to clients (default: the file name)\n"
-               "       --chat-template T       Jinja chat template source, or a built-in name (chatml)\n"
-               "       --chat-template-file F  read the chat template from a file\n"
-               "       --jinja                 accepted (templates are always rendered with Jinja)\n"
-               "       --body-limit BYTES      largest request body (default: 16777216)\n"
-               "  -h,  --help                  this help\n"
-               "\n"
-               "Endpoints: GET /health, /v1/models; POST /tokenize, /detokenize, /apply-template,\n"
-               "/completion, /v1/completions, /v1/chat/completions.\n");
+  std::fprintf(
+      out,
+      "usage: strix serve -m FILE [options]   (also strix-server)\n"
+      "\n"
+      "An OpenAI-compatible HTTP server, as llama-server.\n"
+      "\n"
+      "  -m,  --model FILE            the GGUF model\n"
+      "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
+      "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
+      "  -b,  --batch-size N          most tokens per engine step (default: 2048)\n"
+      "  -ub, --ubatch-size N         most tokens per forward pass (default: 512)\n"
+      "  -t,  --threads N             compute threads (default: all cores)\n"
+      "       --host HOST             address to listen on (default: 127.0.0.1)\n"
+      "       --port PORT             port to listen on, 0 for any free one (default: 8080)\n"
+      "       --api-key KEY[,KEY...]  require \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (all routes\n"
+      "                               but /health)\n"
+      "       --api-key-file FILE     more keys, one a line (blank lines and '#' lines skipped)\n"
+      "       --alias NAME            the model id reported to clients (default: the file name)\n"
+      "       --chat-template T       Jinja chat template source, or a built-in name (chatml)\n"
+      "       --chat-template-file F  read the chat template from a file\n"
+      "       --jinja                 accepted (templates are always rendered with Jinja)\n"
+      "       --body-limit BYTES      largest request body (default: 16777216)\n"
+      "       --timeout N             a request still queued or generating N seconds after it came ends\n"
+      "                               with a \"timed out\" error and frees its slot (default: 600; 0: none)\n"
+      "       --reasoning-format F    none | deepseek | auto (default: auto): deepseek and auto return a\n"
+      "                               thinking model's <think> text as reasoning_content, none leaves it\n"
+      "                               in the content\n"
+      "       --metrics               enable GET /metrics (Prometheus text)\n"
+      "       --slots / --no-slots    enable / disable GET /slots (default: enabled)\n"
+      "       --props                 allow POST /props (no property is writable yet: every field is\n"
+      "                               refused by name)\n"
+      "       --no-webui              accepted: Strix has no web UI yet, so there is nothing to disable\n"
+      "       --path DIR              refused: static file serving is not implemented\n"
+      "       --cache-reuse N         refused for N > 0: KV shifting to reuse cache chunks is not\n"
+      "                               implemented (prefix caching is automatic: cache_prompt)\n"
+      "       --ctx-checkpoints N     refused for N > 0: context checkpoints are not implemented\n"
+      "  -h,  --help                  this help\n"
+      "\n"
+      "Endpoints: GET /health, /v1/models, /props, /slots, /metrics; POST /tokenize, /detokenize,\n"
+      "/apply-template, /completion, /v1/completions, /v1/chat/completions, /v1/responses,\n"
+      "/v1/messages, /v1/messages/count_tokens (docs/SERVER.md lists every field).\n");
 }
 
 int64_t to_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
@@ -68,6 +87,22 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+// Non-empty trimmed pieces of `text` split at `sep`.
+std::vector<std::string> split_keys(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(sep, at);
+    if (end == std::string::npos) end = text.size();
+    std::string k = text.substr(at, end - at);
+    while (!k.empty() && (k.back() == ' ' || k.back() == '\r' || k.back() == '\t')) k.pop_back();
+    while (!k.empty() && (k.front() == ' ' || k.front() == '\t')) k.erase(0, 1);
+    if (!k.empty()) out.push_back(k);
+    at = end + 1;
+  }
+  return out;
+}
+
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -76,9 +111,11 @@ std::string base_name(const std::string& path) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-  std::string model_path, host = "127.0.0.1", api_key, alias, tmpl;
+  std::string model_path, host = "127.0.0.1", alias, tmpl, reasoning_format = "auto";
+  std::vector<std::string> api_keys;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
-  int64_t body_limit = 16 << 20;
+  int64_t body_limit = 16 << 20, timeout_s = 600;
+  bool metrics = false, slots = true, props = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -105,7 +142,42 @@ int cmd_serve(int argc, char** argv) {
     } else if (a == "--port") {
       port = to_int(a, value(), 0, 65535);
     } else if (a == "--api-key") {
-      api_key = value();
+      for (const std::string& k : split_keys(value(), ',')) api_keys.push_back(k);
+    } else if (a == "--api-key-file") {
+      for (const std::string& k : split_keys(read_text(value()), '\n')) {
+        if (k[0] != '#') api_keys.push_back(k);
+      }
+    } else if (a == "--timeout" || a == "-to") {
+      timeout_s = to_int(a, value(), 0, 1 << 30);
+    } else if (a == "--reasoning-format") {
+      reasoning_format = value();
+      if (reasoning_format != "none" && reasoning_format != "deepseek" && reasoning_format != "auto") {
+        throw Refusal("serve: --reasoning-format '" + reasoning_format +
+                      "' is not implemented (none, deepseek and auto are)");
+      }
+    } else if (a == "--metrics") {
+      metrics = true;
+    } else if (a == "--slots") {
+      slots = true;
+    } else if (a == "--no-slots") {
+      slots = false;
+    } else if (a == "--props") {
+      props = true;
+    } else if (a == "--no-webui") {
+      // Strix has no web UI to disable.
+    } else if (a == "--path") {
+      value();
+      throw Refusal("serve: --path is not implemented (strix serve does not serve static files)");
+    } else if (a == "--cache-reuse") {
+      if (to_int(a, value(), 0, 1 << 30) > 0) {
+        throw Refusal(
+            "serve: --cache-reuse > 0 is not implemented (reusing KV chunks by shifting); prefix "
+            "caching needs no flag");
+      }
+    } else if (a == "--ctx-checkpoints" || a == "--swa-checkpoints") {
+      if (to_int(a, value(), 0, 1 << 30) > 0) {
+        throw Refusal("serve: " + a + " > 0 is not implemented (Strix keeps no context checkpoints)");
+      }
     } else if (a == "--alias" || a == "-a") {
       alias = value();
     } else if (a == "--chat-template") {
@@ -143,9 +215,19 @@ int cmd_serve(int argc, char** argv) {
 
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a dead server
   server::Engine engine(ctx, tk,
-                        {.n_parallel = static_cast<int>(n_parallel), .n_batch = static_cast<int32_t>(n_batch)});
+                        {.n_parallel = static_cast<int>(n_parallel),
+                         .n_batch = static_cast<int32_t>(n_batch),
+                         .timeout_s = static_cast<double>(timeout_s)});
   server::Routes routes(engine, tk, *model,
-                        {.alias = alias, .api_key = api_key, .chat_template = tmpl, .n_ctx = n_ctx});
+                        {.alias = alias,
+                         .api_keys = api_keys,
+                         .chat_template = tmpl,
+                         .n_ctx = n_ctx,
+                         .reasoning_format = reasoning_format,
+                         .metrics = metrics,
+                         .slots = slots,
+                         .props_write = props,
+                         .model_path = model_path});
   server::HttpServer http(
       {.host = host, .port = static_cast<int>(port), .body_limit = static_cast<uint64_t>(body_limit)},
       [&routes](const server::HttpRequest& r) { return routes.handle(r); });

@@ -11,6 +11,7 @@ int cmd_apply_template(int argc, char** argv);  // cmd_apply_template.cpp
 int cmd_run(int argc, char** argv);             // cmd_run.cpp (also `strix -m ...`)
 int cmd_parity(int argc, char** argv);          // cmd_parity.cpp
 int cmd_bench(int argc, char** argv);           // cmd_bench.cpp
+int cmd_bench_serve(int argc, char** argv);     // cmd_bench_serve.cpp
 int cmd_quantize(int argc, char** argv);        // cmd_quantize.cpp
 int cmd_download(int argc, char** argv);        // cmd_download.cpp
 int cmd_serve(int argc, char** argv);           // cmd_serve.cpp (also `strix-server`)

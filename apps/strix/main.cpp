@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"serve", strix::app::cmd_serve, "an OpenAI-compatible HTTP server, as llama-server (also strix-server)"},
     {"parity", strix::app::cmd_parity, "compare Strix's logits with libllama's on the same tokens"},
     {"bench", strix::app::cmd_bench, "measure pp/tg t/s as llama-bench (--compare: side by side with libllama)"},
+    {"bench-serve", strix::app::cmd_bench_serve, "server engine under load vs libllama (decode t/s at N streams, shared-prefix TTFT)"},
     {"quantize", strix::app::cmd_quantize, "quantize a GGUF with the reference libllama (as llama-quantize)"},
     {"download", strix::app::cmd_download, "fetch a model from the Hugging Face hub into its cache (as -hf)"},
     {"inspect", strix::app::cmd_inspect, "show a GGUF file's metadata and tensor table (--json)"},

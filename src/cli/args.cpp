@@ -13,11 +13,19 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "chat/builtin_templates.h"
 #include "core/error.h"
 
 namespace strix::cli {
 
 namespace {
+
+// "bailing, bailing-think, ..." as llama.cpp's --chat-template help lists them.
+std::string builtin_names_text() {
+  std::string out;
+  for (const std::string& n : chat::builtin_template_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -354,9 +362,9 @@ std::vector<Option> build_table() {
   // ----- sampling -----
   std::string names, chars;
   for (sampling::Stage st : s.stages) {
-    static const char* kName[] = {"penalties", "dry",   "top_n_sigma", "top_k",       "typ_p",
-                                  "top_p",     "min_p", "xtc",         "temperature", "infill"};
-    static const char kChar[] = {'e', 'd', 's', 'k', 'y', 'p', 'm', 'x', 't', 'i'};
+    static const char* kName[] = {"penalties", "dry", "top_n_sigma", "top_k",  "typ_p",     "top_p",
+                                  "min_p",     "xtc", "temperature", "infill", "adaptive_p"};
+    static const char kChar[] = {'e', 'd', 's', 'k', 'y', 'p', 'm', 'x', 't', 'i', 'a'};
     names += std::string(names.empty() ? "" : ";") + kName[static_cast<int>(st)];
     chars += kChar[static_cast<int>(st)];
   }
@@ -545,6 +553,23 @@ std::vector<Option> build_table() {
        S,
        "dynamic temperature exponent (default: " + fmt("%.2f", s.dynatemp_exponent) + ")",
        [](P p, V v) { p.sampling.dynatemp_exponent = to_float(v); }});
+  add({{"--adaptive-target"},
+       {},
+       "N",
+       nullptr,
+       S,
+       "adaptive-p: select tokens near this probability (valid range 0.0 to 1.0; negative = disabled) (default: " +
+           fmt("%.2f", s.adaptive_target) + ")\n[(more info)](https://github.com/ggml-org/llama.cpp/pull/17927)",
+       [](P p, V v) { p.sampling.adaptive_target = to_float(v); }});
+  add({{"--adaptive-decay"},
+       {},
+       "N",
+       nullptr,
+       S,
+       "adaptive-p: decay rate for target adaptation over time. lower values are more reactive, higher values are "
+       "more stable.\n(valid range 0.0 to 0.99) (default: " +
+           fmt("%.2f", s.adaptive_decay) + ")",
+       [](P p, V v) { p.sampling.adaptive_decay = to_float(v); }});
   add({{"--mirostat"},
        {},
        "N",
@@ -611,23 +636,18 @@ std::vector<Option> build_table() {
        nullptr,
        "LLAMA_ARG_JINJA",
        E,
-       "whether to use jinja template engine for chat (default: enabled; Strix always renders chat templates with "
-       "its Jinja engine, --no-jinja is refused)",
-       [](P p, V v) {
-         if (v != "1") {
-           throw Refusal(
-               "--no-jinja (llama.cpp's built-in non-Jinja chat formats) is not implemented; Strix renders "
-               "every chat template with Jinja");
-         }
-         p.use_jinja = true;
-       }});
+       "whether to use jinja template engine for chat (default: enabled)\n--no-jinja renders with llama.cpp's "
+       "built-in formats: the template must then be a built-in name (--chat-template NAME)",
+       [](P p, V v) { p.use_jinja = v == "1"; }});
   add({{"--chat-template"},
        {},
        "JINJA_TEMPLATE",
        "LLAMA_ARG_CHAT_TEMPLATE",
        E,
        "set custom jinja chat template (default: template taken from model's metadata)\nif suffix/prefix are "
-       "specified, template will be disabled\nbuilt-in names: chatml (any other value is Jinja source)",
+       "specified, template will be disabled\nonly commonly used templates are accepted (unless --jinja is set "
+       "before this flag):\nlist of built-in templates:\n" +
+           builtin_names_text(),
        [](P p, V v) { p.chat_template = v; }});
   add({{"--chat-template-file"},
        {},
@@ -663,11 +683,15 @@ std::vector<Option> build_table() {
        "LLAMA_ARG_THINK_BUDGET",
        E,
        "token budget for thinking: -1 for unrestricted, 0 for immediate end, N>0 for token budget (default: -1; "
-       "only -1 is implemented)",
+       "N>0 is not implemented in Strix)",
        [](P p, V v) {
          const int32_t x = to_int(v);
          if (x < -1) throw Error("invalid value");
-         if (x != -1) throw Refusal("--reasoning-budget " + v + " is not implemented yet (only -1, unrestricted)");
+         if (x > 0) {
+           throw Refusal("--reasoning-budget " + v +
+                         " is not implemented: a positive budget needs llama.cpp's reasoning-budget sampler (it "
+                         "forces the end-of-thinking tag after N tokens), which Strix does not have; use -1 or 0");
+         }
          p.reasoning_budget = x;
        }});
   return t;

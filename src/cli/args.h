@@ -40,15 +40,15 @@ struct CliParams {
   bool log_disable = false;
   int color = -1;  // -1 auto (stdout is a terminal), 0 off, 1 on
   // chat template
-  bool use_jinja = true;
-  std::string chat_template;         // --chat-template: Jinja source or a built-in name
+  bool use_jinja = true;             // false (--no-jinja): only built-in format names
+  std::string chat_template;         // --chat-template: Jinja source or a built-in name (chat/builtin_templates.h)
   std::string chat_template_kwargs;  // JSON object text
   std::string reasoning_format = "auto";
-  int32_t reasoning_budget = -1;
-  std::string json_schema;  // -j / -jf text (converted to GBNF when the converter exists)
+  int32_t reasoning_budget = -1;  // -1 unlimited, 0: thinking off (enable_thinking = false); > 0 refused
+  std::string json_schema;        // -j / -jf text (converted to GBNF when the converter exists)
   // context and compute
   int32_t n_predict = -1;
-  int32_t n_ctx = 4096;
+  int32_t n_ctx = 0;  // 0: the model's training context (llama.cpp's common_params default)
   int32_t n_batch = 2048;
   int32_t n_ubatch = 512;
   int32_t n_threads = 0;        // 0: all cores

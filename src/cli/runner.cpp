@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/builtin_templates.h"
 #include "cli/chat_history.h"
 #include "cli/console.h"
 #include "cli/generator.h"
@@ -23,6 +24,7 @@
 #include "models/model.h"
 #include "runtime/context.h"
 #include "sampling/sampler.h"
+#include "sampling/suppress_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strix::cli {
@@ -100,16 +102,14 @@ int run(CliParams& p) {
   }
   perf.t_load_ms = std::chrono::duration<double, std::milli>(Clock::now() - perf.t_start).count();
 
-  // chat template: --chat-template(-file), else the model's
+  // chat template: --chat-template(-file), else the model's. A built-in name
+  // (llama3, gemma, ...) renders through chat/builtin_templates.h.
   std::string tmpl = p.chat_template;
-  if (!tmpl.empty() && tmpl.find("{{") == std::string::npos && tmpl.find("{%") == std::string::npos) {
-    const std::string src = builtin_chat_template(tmpl);
-    if (src.empty()) {
-      throw Refusal("--chat-template '" + tmpl +
-                    "' is not a built-in template Strix has (chatml) nor Jinja source; "
-                    "pass the template text or --chat-template-file");
-    }
-    tmpl = src;
+  if (!tmpl.empty() && !chat::is_builtin_template(tmpl) && tmpl.find("{{") == std::string::npos &&
+      tmpl.find("{%") == std::string::npos) {
+    throw Refusal("--chat-template '" + tmpl +
+                  "' is neither a built-in template name (strix run -h lists them) nor Jinja source; "
+                  "pass the template text or --chat-template-file");
   }
   if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");
   const bool has_template = !tmpl.empty();
@@ -121,10 +121,23 @@ int run(CliParams& p) {
     log(p,
         "main: chat template is not available or is not supported. This may cause the model to output "
         "suboptimal responses\n");
-    tmpl = builtin_chat_template("chatml");
+    tmpl = "chatml";
+  }
+  if (conversation && p.enable_chat_template && !p.use_jinja && !chat::is_builtin_template(tmpl)) {
+    // --no-jinja: llama.cpp guesses the built-in format from the Jinja source
+    // (llm_chat_detect_template) and renders that instead.
+    const std::string detected = chat::detect_builtin_template(tmpl);
+    if (detected.empty()) {
+      throw Refusal(
+          "--no-jinja: this chat template matches none of the built-in formats Strix can detect (llama.cpp's newest "
+          "formats are only reachable by name here); use --chat-template NAME or drop --no-jinja");
+    }
+    tmpl = detected;
   }
   const bool format_chat = conversation && p.enable_chat_template;
 
+  // the model's suppressed tokens get a -inf bias, as common_sampler adds them
+  p.sampling.suppress_tokens = sampling::load_suppress_tokens(model->file(), vocab.n_tokens());
   sampling::Sampler sampler(p.sampling, tk, static_cast<int32_t>(n_ctx));
   log(p, "main: sampler seed: " + std::to_string(sampler.seed()) + "\n" + "main: " + sampler.describe() + "\n");
   const bool color = p.color == -1 ? stdout_can_color() : p.color == 1;
@@ -164,7 +177,8 @@ int run(CliParams& p) {
     console.write("\n\n");
   } else {
     // ---- conversation mode ----
-    ChatHistory chat(tmpl, token_text(vocab, vocab.bos), token_text(vocab, vocab.eos), p.chat_template_kwargs);
+    ChatHistory chat(tmpl, token_text(vocab, vocab.bos), token_text(vocab, vocab.eos), p.chat_template_kwargs,
+                     /*enable_thinking=*/p.reasoning_budget != 0);
     log(p,
         "== Running in interactive mode. ==\n"
         " - Press Ctrl+C to interject at any time.\n"

@@ -4,13 +4,32 @@
 // as f16 (llama.cpp's default cache type), one row of n_head_kv * head_dim per
 // cell and layer.
 //
-// All memory is allocated once at construction; growing a sequence only takes
-// blocks from the free list, so the decode loop never allocates.
+// Prefix caching (vLLM's automatic prefix caching), per sequence and off by
+// default: a full block of a caching sequence is registered under a chained
+// hash of (the previous block's hash, its token ids, the sequence's salt), so a
+// later sequence whose tokens start the same way attaches those blocks instead
+// of recomputing them (attach_prefix). Invariants:
+//   - every block is in exactly one state: empty (on the free stack), in use
+//     (refcount > 0, in one or more block tables) or cached (refcount 0 but
+//     still registered, on the LRU list; taken back by attach or evicted, least
+//     recently released first, when an empty block is needed);
+//   - a registered block is never written: a write into a block that is shared
+//     or registered copies it first (copy-on-write, in reserve()), so an
+//     attached prefix holds exactly the cells a fresh computation wrote;
+//   - registration needs the block's token ids: Context::decode stores them
+//     with commit(). Rows written through set_len() are never registered.
+//
+// All KV memory is allocated once at construction; growing a sequence only
+// takes blocks from the pool, so the decode loop never allocates KV memory (the
+// hash index may allocate its nodes).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace strix {
@@ -30,20 +49,53 @@ class KvCache {
   int block_size() const { return block_size_; }
   int n_seq_max() const { return static_cast<int>(seqs_.size()); }
   int64_t n_blocks() const { return n_blocks_; }
-  int64_t n_free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  // Blocks a sequence can take now: empty ones plus cached ones nobody uses.
+  int64_t n_free_blocks() const { return static_cast<int64_t>(free_.size()) + n_lru_; }
+  int64_t n_empty_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t n_cached_blocks() const { return n_lru_; }  // refcount 0, still registered (evictable)
+  int64_t n_used_blocks() const { return n_blocks_ - n_free_blocks(); }
   int64_t k_dim() const { return k_dim_; }
   int64_t v_dim() const { return v_dim_; }
   size_t bytes() const { return storage_size_ * sizeof(uint16_t); }
 
   // Tokens stored for a sequence (its next position).
   int32_t seq_len(int seq) const { return seqs_[seq].len; }
-  // Makes room for cells [0, new_len) of `seq`; throws Error when the cache is full.
+  // Makes room for cells [0, new_len) of `seq`, copying a shared or registered
+  // block that the new cells would write into; throws Error when the cache is full.
   void reserve(int seq, int32_t new_len);
   // Sets the length of a sequence after its cells were written (<= reserved).
   void set_len(int seq, int32_t len) { seqs_[seq].len = len; }
-  // Drops cells [p0, len) of a sequence, returning whole blocks to the pool.
+  // Records the token written at cell `pos` (the sequence's length becomes pos + 1)
+  // and registers the block it completes when the sequence caches prefixes.
+  void commit(int seq, int32_t pos, int32_t token);
+  // Blocks reserve(seq, new_len) would take from the pool (new ones and copies).
+  int64_t blocks_needed(int seq, int32_t new_len) const;
+  // Drops cells [p0, len) of a sequence, releasing whole blocks.
   void truncate(int seq, int32_t p0);
   void clear();
+
+  // Prefix caching for `seq` (must be empty): on, with the hash of its salt.
+  void seq_set_caching(int seq, bool on, uint64_t salt);
+  bool seq_caching(int seq) const { return seqs_[seq].caching; }
+  static uint64_t salt_hash(std::string_view salt);
+  // Tokens of the longest cached prefix of `tokens` under `salt` (whole blocks).
+  int32_t cached_prefix(std::span<const int32_t> tokens, uint64_t salt) const;
+  // Attaches that prefix to `seq` (empty, caching on): its blocks' refcounts
+  // rise, the sequence's length becomes the returned token count.
+  int32_t attach_prefix(int seq, std::span<const int32_t> tokens);
+  // Shares the first n_tokens / block_size whole blocks of `src` with `dst`
+  // (empty) without any check of tokens or salt (llama.cpp's seq_cp for whole
+  // blocks; tests use it as the deliberately wrong reuse).
+  void share_blocks(int src, int dst, int32_t n_tokens);
+  // Shares cells [0, n_tokens) of `src` with `dst` (empty), a partly filled
+  // last block included (whichever sequence writes into it next copies it):
+  // for a prefix the caller has checked equal, e.g. n identical prompts whose
+  // last block is not full. Full-block hashes go along when both sequences
+  // cache under one salt.
+  void share_prefix(int src, int dst, int32_t n_tokens);
+  // Registered blocks (cached or in use) and tokens reused by attach_prefix so far.
+  int64_t n_registered_blocks() const { return static_cast<int64_t>(index_.size()); }
+  uint64_t n_prefix_hit_tokens() const { return prefix_hits_; }
 
   // Cell rows (f16) of layer `il` for position p of `seq` (p must be reserved).
   uint16_t* k_row(int64_t il, int seq, int32_t p) { return k_ + offset(il, seq, p, k_dim_); }
@@ -53,19 +105,34 @@ class KvCache {
   // The block of cells starting at position p (a multiple of block_size): up
   // to block_size consecutive rows.
   const int32_t* block_table(int seq) const { return seqs_[seq].blocks.data(); }
+  int32_t block_refcount(int32_t blk) const { return ref_[blk]; }
   size_t layer_stride_k() const { return static_cast<size_t>(n_blocks_) * block_size_ * k_dim_; }
   size_t layer_stride_v() const { return static_cast<size_t>(n_blocks_) * block_size_ * v_dim_; }
 
  private:
   size_t offset(int64_t il, int seq, int32_t p, int64_t dim) const {
     const int32_t blk = seqs_[seq].blocks[p / block_size_];
-    return (static_cast<size_t>(il) * n_blocks_ + blk) * block_size_ * dim +
-           static_cast<size_t>(p % block_size_) * dim;
+    return (static_cast<size_t>(il) * n_blocks_ + blk) * block_size_ * dim + static_cast<size_t>(p % block_size_) * dim;
   }
+  uint64_t block_hash(uint64_t parent, const int32_t* tokens, uint64_t salt) const;
+  int32_t find_block(uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t salt) const;
+  int32_t take_block();       // an empty block, evicting the LRU cached one if needed
+  void release(int32_t blk);  // refcount--, then to the LRU list or the free stack
+  void unregister(int32_t blk);
+  void lru_push(int32_t blk);
+  void lru_remove(int32_t blk);
+  void copy_block(int32_t from, int32_t to);
 
   struct Seq {
-    std::vector<int32_t> blocks;  // capacity reserved up front
+    std::vector<int32_t> blocks;   // capacity reserved up front
+    std::vector<uint64_t> hashes;  // chained hash of each full block (caching sequences)
     int32_t len = 0;
+    bool caching = false;
+    uint64_t salt = 0;
+  };
+  struct BlockKey {  // what a registered block holds (checked on lookup: hashes may collide)
+    uint64_t hash = 0, parent = 0, salt = 0;
+    bool registered = false;
   };
   int block_size_ = 32;
   int64_t n_layer_ = 0, k_dim_ = 0, v_dim_ = 0, n_blocks_ = 0;
@@ -73,7 +140,15 @@ class KvCache {
   size_t storage_size_ = 0;
   uint16_t* k_ = nullptr;
   uint16_t* v_ = nullptr;
-  std::vector<int32_t> free_;  // stack of free block ids
+  std::vector<int32_t> free_;    // stack of empty block ids
+  std::vector<int32_t> ref_;     // per block: block tables holding it
+  std::vector<int32_t> tokens_;  // per cell (block * block_size + slot): the token committed there
+  std::vector<BlockKey> keys_;
+  std::unordered_map<uint64_t, int32_t> index_;  // hash -> registered block
+  std::vector<int32_t> lru_prev_, lru_next_;     // cached blocks, least recently released first
+  int32_t lru_head_ = -1, lru_tail_ = -1;
+  int64_t n_lru_ = 0;
+  uint64_t prefix_hits_ = 0;
   std::vector<Seq> seqs_;
 };
 

@@ -268,6 +268,9 @@ LibLlama::LibLlama()
       L.fn<decltype(sampler_init_grammar_lazy_patterns)>("llama_sampler_init_grammar_lazy_patterns");
   sampler_init_infill = L.fn<decltype(sampler_init_infill)>("llama_sampler_init_infill");
   sampler_init_adaptive_p = L.fn<decltype(sampler_init_adaptive_p)>("llama_sampler_init_adaptive_p");
+  chat_builtin_templates = L.fn<decltype(chat_builtin_templates)>("llama_chat_builtin_templates");
+  chat_apply_template = L.fn<decltype(chat_apply_template)>("llama_chat_apply_template");
+  vocab_get_suppress_tokens = L.fn<decltype(vocab_get_suppress_tokens)>("llama_vocab_get_suppress_tokens");
   sampler_get_seed = L.fn<decltype(sampler_get_seed)>("llama_sampler_get_seed");
   sampler_name = L.fn<decltype(sampler_name)>("llama_sampler_name");
   sampler_chain_n = L.fn<decltype(sampler_chain_n)>("llama_sampler_chain_n");
@@ -398,6 +401,13 @@ int32_t LlamaModel::bos() const { return lib_.vocab_bos(vocab_); }
 int32_t LlamaModel::eos() const { return lib_.vocab_eos(vocab_); }
 bool LlamaModel::add_bos() const { return lib_.vocab_get_add_bos(vocab_); }
 bool LlamaModel::is_eog(int32_t token) const { return lib_.vocab_is_eog(vocab_, token); }
+
+std::vector<int32_t> LlamaModel::suppress_tokens() const {
+  int32_t n = 0;
+  const int32_t* ids = lib_.vocab_get_suppress_tokens(vocab_, &n);
+  if (ids == nullptr || n <= 0) return {};
+  return std::vector<int32_t>(ids, ids + n);
+}
 
 std::string LlamaModel::desc() const {
   std::array<char, 256> buf{};
@@ -819,6 +829,36 @@ void quantize_model(const std::string& in_path, const std::string& out_path, int
 void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype,
                     int32_t nthreads) {
   quantize_model(in_path, out_path, llama_ftype_from_name(ftype), nthreads);
+}
+
+std::vector<std::string> chat_builtin_templates() {
+  const LibLlama& lib = LibLlama::get();
+  const int32_t n = lib.chat_builtin_templates(nullptr, 0);
+  std::vector<const char*> names(static_cast<size_t>(std::max(n, 0)));
+  lib.chat_builtin_templates(names.data(), names.size());
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+std::optional<std::string> chat_apply_template(const std::string& tmpl,
+                                               const std::vector<std::pair<std::string, std::string>>& messages,
+                                               bool add_assistant) {
+  const LibLlama& lib = LibLlama::get();
+  std::vector<llama_abi::ChatMessage> chat;
+  for (const auto& [role, content] : messages) chat.push_back({role.c_str(), content.c_str()});
+  // The first call may only measure: libllama returns the full length and
+  // copies at most `length` bytes.
+  std::string buf(256, '\0');
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int32_t n = lib.chat_apply_template(tmpl.c_str(), chat.data(), chat.size(), add_assistant, buf.data(),
+                                              static_cast<int32_t>(buf.size()));
+    if (n < 0) return std::nullopt;
+    if (static_cast<size_t>(n) <= buf.size()) {
+      buf.resize(static_cast<size_t>(n));
+      return buf;
+    }
+    buf.assign(static_cast<size_t>(n), '\0');
+  }
+  throw Error("llama_chat_apply_template asked for a larger buffer twice");
 }
 
 }  // namespace strix::ref

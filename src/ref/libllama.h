@@ -48,6 +48,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ref/reference.h"
@@ -178,6 +179,12 @@ struct TokenDataArray {
   bool sorted;
 };
 // llama_logit_bias, 8 bytes (llama_sampler_init_logit_bias takes an array of them).
+// llama_chat_message, 16 bytes: {role, content}, both NUL-terminated.
+struct ChatMessage {
+  const char* role;
+  const char* content;
+};
+
 struct LogitBias {
   int32_t token;
   float bias;
@@ -304,6 +311,14 @@ class LibLlama {
                                                  const int32_t* trigger_tokens, size_t num_trigger_tokens);
   SamplerP (*sampler_init_infill)(VocabP vocab);
   SamplerP (*sampler_init_adaptive_p)(float target, float decay, uint32_t seed);
+  // Built-in chat formats: the names (sorted; returns how many exist, fills at
+  // most len), and rendering by name or by Jinja source (libllama's heuristic
+  // detection); returns the full length, or < 0 for an unknown format.
+  int32_t (*chat_builtin_templates)(const char** output, size_t len);
+  int32_t (*chat_apply_template)(const char* tmpl, const llama_abi::ChatMessage* chat, size_t n_msg, bool add_ass,
+                                 char* buf, int32_t length);
+  // tokenizer.ggml.suppress_tokens as libllama loaded it (n: how many).
+  const int32_t* (*vocab_get_suppress_tokens)(VocabP vocab, int32_t* n);
   // The seed a (dist, xtc, mirostat, chain) sampler drew; LLAMA_DEFAULT_SEED for others.
   uint32_t (*sampler_get_seed)(const llama_abi::Sampler* smpl);
   const char* (*sampler_name)(const llama_abi::Sampler* smpl);
@@ -354,6 +369,8 @@ class LlamaModel {
   int32_t eos() const;
   bool add_bos() const;
   bool is_eog(int32_t token) const;
+  // llama_vocab_get_suppress_tokens (tokenizer.ggml.suppress_tokens).
+  std::vector<int32_t> suppress_tokens() const;
   std::string desc() const;                                 // e.g. "llama ?B all F32"
   std::optional<std::string> meta(const std::string& key) const;  // scalar GGUF metadata as text
 
@@ -501,6 +518,14 @@ class LlamaLogCapture {
 // llama_ftype_name ("Q8_0", "Q4_0", "F16", "Q4_K - Medium") or the short form
 // llama-quantize accepts ("Q4_K_M"); or a numeric id.
 int32_t llama_ftype_from_name(const std::string& name);  // throws Error naming the unknown ftype
+// llama_chat_builtin_templates: every built-in chat format name.
+std::vector<std::string> chat_builtin_templates();
+// llama_chat_apply_template over (role, content) pairs; nullopt when libllama
+// does not know the format (it returns < 0).
+std::optional<std::string> chat_apply_template(const std::string& tmpl,
+                                               const std::vector<std::pair<std::string, std::string>>& messages,
+                                               bool add_assistant);
+
 void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype,
                     int32_t nthreads);
 void quantize_model(const std::string& in_path, const std::string& out_path, int32_t ftype, int32_t nthreads);

@@ -196,7 +196,8 @@ void Context::run_ubatch(int32_t first, int32_t count) {
     Step s = step;  // per-thread copy: the forward may narrow n_tokens for the last layer
     arch.forward(e, s);
   });
-  for (int32_t i = 0; i < count; ++i) kv_.set_len(seq_[first + i], pos_[first + i] + 1);
+  // the token ids go with the cells: full blocks of a caching sequence are registered for reuse
+  for (int32_t i = 0; i < count; ++i) kv_.commit(seq_[first + i], pos_[first + i], tokens_[first + i]);
 }
 
 std::span<const float> Context::logits(int32_t i) const {

@@ -61,6 +61,9 @@ class Context {
   // Per-sequence context size as llama.cpp computes it (see Step::n_ctx_seq).
   int64_t n_ctx_seq() const { return n_ctx_seq_; }
   const KvCache& kv() const { return kv_; }
+  // The cache itself, for prefix caching (KvCache::seq_set_caching,
+  // attach_prefix): the server's engine shares blocks between its sequences.
+  KvCache& kv_cache() { return kv_; }
 
  private:
   void run_ubatch(int32_t first, int32_t count);

@@ -1,7 +1,8 @@
 // common_sampler of the pinned llama.cpp build (common/sampling.cpp) over
 // Strix's stages: the chain is logit-bias (user biases, then -inf for every
 // end-of-generation token with ignore_eos, then the vocabulary's suppressed
-// tokens), the stages in Params::stages order, then dist(seed); mirostat 1/2
+// tokens), the stages in Params::stages order, then dist(seed) (adaptive-p
+// instead when the stages name it); mirostat 1/2
 // replace all of that after the bias with temp + mirostat (v2). temp <= 0
 // needs no special case: the temperature stage keeps only the first maximal
 // logit and dist then draws it. The grammar is not in the chain: the sampled
@@ -41,6 +42,8 @@ constexpr StageName kStageNames[] = {
     {"xtc", Stage::kXtc},
     {"temperature", Stage::kTemperature},
     {"infill", Stage::kInfill},
+    {"adaptive_p", Stage::kAdaptiveP},
+    {"adaptive-p", Stage::kAdaptiveP},
     {"top-k", Stage::kTopK},
     {"top-p", Stage::kTopP},
     {"top-n-sigma", Stage::kTopNSigma},
@@ -59,13 +62,8 @@ struct StageLetter {
 constexpr StageLetter kStageLetters[] = {
     {'e', Stage::kPenalties},   {'d', Stage::kDry},    {'s', Stage::kTopNSigma}, {'k', Stage::kTopK},
     {'y', Stage::kTypicalP},    {'p', Stage::kTopP},   {'m', Stage::kMinP},      {'x', Stage::kXtc},
-    {'t', Stage::kTemperature}, {'i', Stage::kInfill},
+    {'t', Stage::kTemperature}, {'i', Stage::kInfill}, {'a', Stage::kAdaptiveP},
 };
-
-[[noreturn]] void refuse_adaptive_p(const std::string& what) {
-  throw Refusal("sampler '" + what +
-                "' (adaptive-p) is not supported by Strix: its target/decay parameters are not implemented");
-}
 
 }  // namespace
 
@@ -73,12 +71,11 @@ std::vector<Stage> parse_stages(const std::string& text, bool letters) {
   std::vector<Stage> out;
   if (letters) {
     for (const char c : text) {
-      if (c == 'a') refuse_adaptive_p(std::string(1, c));
       const auto it = std::find_if(std::begin(kStageLetters), std::end(kStageLetters),
                                    [c](const StageLetter& l) { return l.letter == c; });
       if (it == std::end(kStageLetters)) {
         throw Error(std::string("unknown sampler letter '") + c + "' in --sampling-seq \"" + text +
-                    "\" (known: e d s k y p m x t i)");
+                    "\" (known: e d s k y p m x t i a)");
       }
       out.push_back(it->stage);
     }
@@ -90,13 +87,12 @@ std::vector<Stage> parse_stages(const std::string& text, bool letters) {
     const std::string name = text.substr(start, end - start);
     start = end + 1;
     if (name.empty()) continue;  // "a;;b" or a trailing ';'
-    if (name == "adaptive_p" || name == "adaptive-p") refuse_adaptive_p(name);
     const auto it = std::find_if(std::begin(kStageNames), std::end(kStageNames),
                                  [&name](const StageName& s) { return name == s.name; });
     if (it == std::end(kStageNames)) {
       throw Error("unknown sampler '" + name +
                   "' in --samplers (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, "
-                  "temperature, infill)");
+                  "temperature, infill, adaptive_p)");
     }
     out.push_back(it->stage);
   }
@@ -182,6 +178,7 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
   // size_t min_keep from int32, sign-extended as libllama receives it.
   const size_t min_keep = static_cast<size_t>(static_cast<int64_t>(params.min_keep));
   if (params.mirostat == 0) {
+    bool use_adaptive_p = false;
     for (Stage stage : params.stages) {
       switch (stage) {
         case Stage::kPenalties:
@@ -216,11 +213,15 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
         case Stage::kInfill:
           s.chain.push_back(make_infill(tokenizer, s.ws));
           break;
+        case Stage::kAdaptiveP:
+          use_adaptive_p = true;  // it selects the token, so it goes last
+          break;
         default:
           throw Error("unknown sampler stage " + std::to_string(static_cast<int>(stage)));
       }
     }
-    s.chain.push_back(make_dist(params.seed));
+    s.chain.push_back(use_adaptive_p ? make_adaptive_p(params.adaptive_target, params.adaptive_decay, params.seed, s.ws)
+                                     : make_dist(params.seed));
   } else if (params.mirostat == 1) {
     s.chain.push_back(make_temp(params.temp));
     s.chain.push_back(make_mirostat(s.n_vocab, params.seed, params.mirostat_tau, params.mirostat_eta, /*m=*/100, s.ws));

@@ -22,7 +22,21 @@ class Tokenizer;
 namespace strix::sampling {
 
 // One stage of the chain (llama.cpp's common_sampler_type).
-enum class Stage { kPenalties, kDry, kTopNSigma, kTopK, kTypicalP, kTopP, kMinP, kXtc, kTemperature, kInfill };
+// kAdaptiveP is not a position in the chain: listing it makes adaptive-p the
+// final sampler instead of dist (common_sampler_init's use_adaptive_p).
+enum class Stage {
+  kPenalties,
+  kDry,
+  kTopNSigma,
+  kTopK,
+  kTypicalP,
+  kTopP,
+  kMinP,
+  kXtc,
+  kTemperature,
+  kInfill,
+  kAdaptiveP
+};
 
 // llama.cpp's common_params_sampling, same field meanings and defaults.
 struct Params {
@@ -52,7 +66,9 @@ struct Params {
   float mirostat_tau = 5.0f;
   float mirostat_eta = 0.1f;
   float top_n_sigma = -1.0f;
-  bool ignore_eos = false;  // adds logit bias -inf to every end-of-generation token
+  float adaptive_target = -1.0f;  // adaptive-p: < 0 draws from the distribution unchanged
+  float adaptive_decay = 0.90f;   // adaptive-p: EMA decay (clamped to 0 .. 0.99)
+  bool ignore_eos = false;        // adds logit bias -inf to every end-of-generation token
   std::vector<Stage> stages = {Stage::kPenalties, Stage::kDry,  Stage::kTopNSigma, Stage::kTopK,       Stage::kTypicalP,
                                Stage::kTopP,      Stage::kMinP, Stage::kXtc,       Stage::kTemperature};
   std::vector<std::pair<int32_t, float>> logit_bias;
@@ -66,10 +82,9 @@ struct Params {
 };
 
 // "--samplers" value: names separated by ';' (penalties;dry;top_n_sigma;top_k;
-// typ_p;top_p;min_p;xtc;temperature;infill, with llama.cpp's aliases; empty
-// entries are skipped) or, for "--sampling-seq", one letter each
-// (e d s k y p m x t i). Throws strix::Error naming an unknown entry, and
-// strix::Refusal for adaptive_p / 'a' (not implemented).
+// typ_p;top_p;min_p;xtc;temperature;infill;adaptive_p, with llama.cpp's
+// aliases; empty entries are skipped) or, for "--sampling-seq", one letter
+// each (e d s k y p m x t i a). Throws strix::Error naming an unknown entry.
 std::vector<Stage> parse_stages(const std::string& text, bool letters);
 
 class Sampler {

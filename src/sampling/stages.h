@@ -64,5 +64,8 @@ StepPtr make_dry(const tok::Tokenizer& tokenizer, float multiplier, float base, 
                  int32_t penalty_last_n, const std::vector<std::string>& breakers);
 // infill.cpp.
 StepPtr make_infill(const tok::Tokenizer& tokenizer, Workspace& ws);
+// adaptive_p.cpp: the chain's final sampler in place of dist (decay clamped to
+// [0, 0.99]; a negative target draws from the unchanged distribution).
+StepPtr make_adaptive_p(float target, float decay, uint32_t seed, Workspace& ws);
 
 }  // namespace strix::sampling

@@ -7,25 +7,23 @@
 #include <utility>
 
 #include "core/error.h"
+#include "kv/kv_cache.h"
+#include "server/engine_slot.h"
+#include "server/token_probs.h"
 
 namespace strix::server {
 
-struct Engine::Slot {
-  int seq = 0;
-  bool active = false;
-  uint64_t admitted = 0;  // admission order: prefill goes oldest first
-  GenRequest req;
-  std::shared_ptr<GenStream> out;
-  size_t n_fed = 0;         // prompt tokens decoded so far
-  int32_t next_token = -1;  // sampled but not yet decoded
-  int32_t n_gen = 0;
-  int32_t row = -1;  // batch index of this slot's logits in the current step
-  std::unique_ptr<tok::StreamDetokenizer> detok;
-  std::string text;  // generated text so far
-  size_t sent = 0;   // bytes of `text` already pushed
+namespace {
 
-  bool prefilling() const { return active && n_fed < req.prompt.size(); }
-};
+GenEvent error_event(const std::string& message) {
+  GenEvent e;
+  e.done = true;
+  e.finish = Finish::kError;
+  e.error = message;
+  return e;
+}
+
+}  // namespace
 
 Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ctx_(ctx), tk_(tk), opts_(opts) {
   if (opts_.n_parallel <= 0) throw Error("--parallel must be at least 1");
@@ -33,12 +31,15 @@ Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ct
     throw Error("the context has " + std::to_string(ctx_.kv().n_seq_max()) + " sequences, --parallel asks for " +
                 std::to_string(opts_.n_parallel));
   }
+  if (opts_.timeout_s < 0) throw Error("the request timeout must not be negative");
   if (opts_.n_batch < opts_.n_parallel) opts_.n_batch = opts_.n_parallel;
   for (int i = 0; i < opts_.n_parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->seq = i;
     ctx_.seq_truncate(i, 0);
   }
+  views_.resize(slots_.size());
+  publish();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -46,17 +47,18 @@ Engine::~Engine() { stop(); }
 
 std::shared_ptr<GenStream> Engine::submit(GenRequest req) {
   auto out = std::make_shared<GenStream>();
+  Clock::time_point deadline = Clock::time_point::max();
+  const double limit_s = req.timeout_ms > 0 ? req.timeout_ms / 1000.0 : opts_.timeout_s;
+  if (limit_s > 0) {
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
-      GenEvent e;
-      e.done = true;
-      e.finish = Finish::kError;
-      e.error = "the server is shutting down";
-      out->push(std::move(e));
+      out->push(error_event("the server is shutting down"));
       return out;
     }
-    queue_.push_back(Pending{std::move(req), out});
+    queue_.push_back(Pending{std::move(req), out, deadline});
   }
   cv_.notify_one();
   return out;
@@ -78,13 +80,8 @@ void Engine::stop() {
     std::lock_guard<std::mutex> lock(mu_);
     left.swap(queue_);
   }
-  for (Pending& p : left) {
-    GenEvent e;
-    e.done = true;
-    e.finish = Finish::kError;
-    e.error = "the server is shutting down";
-    p.out->push(std::move(e));
-  }
+  for (Pending& p : left) p.out->push(error_event("the server is shutting down"));
+  publish();
 }
 
 Engine::Stats Engine::stats() {
@@ -107,48 +104,195 @@ void Engine::loop() {
       });
       if (stopping_) return;
     }
+    expire();
     admit();
     step();
+    publish();
   }
 }
 
-// Moves queued requests into free slots, oldest first, while the KV cache can
-// hold their whole prompts next to the prompts still being prefilled (so two
-// half-prefilled prompts never wait on each other's blocks).
-void Engine::admit() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cancelled_ += std::erase_if(queue_, [](const Pending& p) { return p.out->cancelled(); });
-  while (!queue_.empty()) {
-    Slot* free_slot = nullptr;
-    bool any_active = false;
-    int64_t reserved = 0;
-    for (auto& s : slots_) {
-      if (!s->active) {
-        if (free_slot == nullptr) free_slot = s.get();
+// Ends requests whose client went away or whose deadline passed, queued or running.
+void Engine::expire() {
+  const Clock::time_point now = Clock::now();
+  std::deque<Pending> late, gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->out->cancelled()) {
+        gone.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else if (it->deadline <= now) {
+        late.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    cancelled_ += gone.size();
+    metrics_.cancelled += gone.size();
+    metrics_.timeouts += late.size();
+  }
+  for (Pending& p : gone) p.out->push(error_event("cancelled"));
+  for (Pending& p : late) p.out->push(error_event("timed out while queued (request deadline passed)"));
+  for (auto& s : slots_) {
+    if (!s->active) continue;
+    if (s->out->cancelled()) {
+      finish(*s, Finish::kError, "cancelled");
+    } else if (s->deadline <= now) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++metrics_.timeouts;
+      }
+      finish(*s, Finish::kError, "timed out (request deadline passed)");
+    }
+  }
+}
+
+// Blocks the prefilling slots still need for their feed, plus one per decoding
+// slot (its next block), so that an admission does not cause a preemption at once.
+int64_t Engine::reserved_blocks(const Slot* except) const {
+  int64_t r = 0;
+  for (const auto& o : slots_) {
+    if (o.get() == except) continue;
+    if (o->prefilling()) {
+      r += blocks_for(static_cast<int32_t>(o->feed.size())) - blocks_for(ctx_.seq_len(o->seq));
+      if (o->next_token >= 0) ++r;
+    } else if (o->decoding()) {
+      ++r;
+    }
+  }
+  return r;
+}
+
+bool Engine::others_running(const Slot* except) const {
+  return std::any_of(slots_.begin(), slots_.end(),
+                     [&](const auto& o) { return o.get() != except && o->active && !o->swapped; });
+}
+
+// True when the request's prompt shares a full block with a prompt another
+// slot is still prefilling that the cache does not hold yet: admitting it now
+// would compute that block twice.
+bool Engine::shares_inflight(const GenRequest& req) const {
+  if (!req.cache_prompt) return false;
+  const KvCache& kv = ctx_.kv();
+  const int bs = kv.block_size();
+  const uint64_t salt = KvCache::salt_hash(req.cache_salt);
+  int32_t cached = -1;
+  for (const auto& o : slots_) {
+    if (!o->prefilling() || !kv.seq_caching(o->seq) || o->req.cache_salt != req.cache_salt) continue;
+    const size_t n = std::min(o->feed.size(), req.prompt.size());
+    const size_t common = static_cast<size_t>(
+        std::mismatch(req.prompt.begin(), req.prompt.begin() + n, o->feed.begin()).first - req.prompt.begin());
+    const int32_t full = static_cast<int32_t>(common / bs * bs);
+    if (full == 0) continue;
+    // the whole common part once that slot has computed it (admission then shares its partial block too)
+    if (cached < 0) cached = kv.cached_prefix(req.prompt, salt);
+    if (full > cached || common > static_cast<size_t>(ctx_.seq_len(o->seq))) return true;
+  }
+  return false;
+}
+
+// Attaches what the cache holds of the slot's feed and checks that the rest
+// fits next to what the running slots still need; undone when it does not.
+bool Engine::resume(Slot& s, int64_t reserved, bool alone) {
+  KvCache& kv = ctx_.kv_cache();
+  ctx_.seq_truncate(s.seq, 0);
+  kv.seq_set_caching(s.seq, s.req.cache_prompt, KvCache::salt_hash(s.req.cache_salt));
+  int32_t have = s.req.cache_prompt ? kv.attach_prefix(s.seq, s.feed) : 0;
+  // A fresh prompt still decodes its last token for the logits.
+  const int32_t most = static_cast<int32_t>(s.feed.size()) - (s.next_token < 0 ? 1 : 0);
+  if (have > most) {
+    have = most;
+    ctx_.seq_truncate(s.seq, have);
+  }
+  // A running request with the same prefix may hold more of it than the cache's
+  // full blocks (n identical prompts: their partly filled last block too).
+  if (s.req.cache_prompt) {
+    const Slot* best = nullptr;
+    int32_t best_n = have;
+    for (const auto& o : slots_) {
+      if (o.get() == &s || !o->active || o->swapped || !o->req.cache_prompt || o->req.cache_salt != s.req.cache_salt) {
         continue;
       }
-      any_active = true;
-      if (s->prefilling()) {
-        reserved += blocks_for(static_cast<int32_t>(s->req.prompt.size())) - blocks_for(ctx_.seq_len(s->seq));
+      const size_t n = std::min({s.feed.size(), o->feed.size(), static_cast<size_t>(ctx_.seq_len(o->seq))});
+      const int32_t common = std::min<int32_t>(
+          most, static_cast<int32_t>(std::mismatch(s.feed.begin(), s.feed.begin() + n, o->feed.begin()).first -
+                                     s.feed.begin()));
+      if (common > best_n) {
+        best = o.get();
+        best_n = common;
+      }
+    }
+    if (best != nullptr) {
+      ctx_.seq_truncate(s.seq, 0);
+      kv.share_prefix(best->seq, s.seq, best_n);
+      have = best_n;
+    }
+  }
+  const int32_t len = static_cast<int32_t>(s.feed.size());
+  const int64_t need = kv.blocks_needed(s.seq, len + (s.next_token >= 0 ? 1 : 0));
+  if (!alone && reserved + need > kv.n_free_blocks()) {
+    ctx_.seq_truncate(s.seq, 0);
+    return false;
+  }
+  s.n_fed = static_cast<size_t>(have);
+  return true;
+}
+
+// Resumes preempted slots (oldest first), then moves queued requests into free
+// slots in FIFO order while the KV cache can hold them.
+void Engine::admit() {
+  std::vector<Slot*> waiting;
+  for (auto& s : slots_) {
+    if (s->active && s->swapped) waiting.push_back(s.get());
+  }
+  std::sort(waiting.begin(), waiting.end(), [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+  for (Slot* s : waiting) {
+    if (!resume(*s, reserved_blocks(s), !others_running(s)))
+      return;  // nothing new is admitted before the preempted are back
+    s->swapped = false;
+  }
+  for (;;) {
+    Slot* free_slot = nullptr;
+    for (auto& s : slots_) {
+      if (!s->active) {
+        free_slot = s.get();
+        break;
       }
     }
     if (free_slot == nullptr) return;
-    Pending& p = queue_.front();
-    const int64_t need = blocks_for(static_cast<int32_t>(p.req.prompt.size()));
-    if (any_active && reserved + need > ctx_.kv().n_free_blocks()) return;
+    Pending p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) return;
+      if (shares_inflight(queue_.front().req)) return;
+      Slot& s = *free_slot;
+      s.req = std::move(queue_.front().req);
+      s.feed = s.req.prompt;
+      s.next_token = -1;
+      if (!resume(s, reserved_blocks(&s), !others_running(&s))) {
+        queue_.front().req = std::move(s.req);
+        s.feed.clear();
+        return;
+      }
+      p.out = std::move(queue_.front().out);
+      p.deadline = queue_.front().deadline;
+      queue_.pop_front();
+      ++processing_;
+      metrics_.prefix_hit_tokens += s.n_fed;
+    }
     Slot& s = *free_slot;
     s.active = true;
+    s.swapped = false;
     s.admitted = ++admitted_;
-    ++processing_;
-    s.req = std::move(p.req);
     s.out = std::move(p.out);
-    queue_.pop_front();
-    s.n_fed = 0;
-    s.next_token = -1;
+    s.deadline = p.deadline;
+    s.n_cached = static_cast<int32_t>(s.n_fed);
+    s.generated.clear();
     s.n_gen = 0;
     s.text.clear();
     s.sent = 0;
-    ctx_.seq_truncate(s.seq, 0);
+    s.probs.clear();
     // The prompt goes into the sampler's history (penalties) but not its grammar, as llama-server does.
     for (int32_t t : s.req.prompt) s.req.sampler->accept(t, /*accept_grammar=*/false);
     // Generated text keeps the leading space of its first piece (llama-server's
@@ -156,11 +300,40 @@ void Engine::admit() {
     s.detok = std::make_unique<tok::StreamDetokenizer>(tk_);
     s.detok->push(s.req.prompt.back());
     s.detok->flush();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      SlotView& v = views_[s.seq];
+      v = SlotView{};
+      v.processing = true;
+      v.n_prompt = static_cast<int32_t>(s.req.prompt.size());
+      v.n_cached = s.n_cached;
+      v.n_predict = s.req.n_predict;
+      v.n_probs = s.req.n_probs;
+      v.cache_prompt = s.req.cache_prompt;
+      v.stop = s.req.stop;
+    }
+    std::string prompt_text = tk_.detokenize(s.req.prompt, /*remove_special=*/false, /*unparse_special=*/true);
+    std::lock_guard<std::mutex> lock(mu_);
+    views_[s.seq].prompt = std::move(prompt_text);
   }
 }
 
+// Frees a running slot's blocks; it is resumed by recomputing its prompt and
+// the generated tokens already decoded (the one sampled last stays pending).
+void Engine::preempt(Slot& s) {
+  s.feed = s.req.prompt;
+  const size_t decoded = s.generated.size() - (s.next_token >= 0 ? 1 : 0);
+  s.feed.insert(s.feed.end(), s.generated.begin(), s.generated.begin() + static_cast<std::ptrdiff_t>(decoded));
+  s.n_fed = 0;
+  s.swapped = true;
+  s.row = -1;
+  ctx_.seq_truncate(s.seq, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++metrics_.preemptions;
+}
+
 // Pushes newly generated text, holding back a tail that could still become a
-// stop string. True when a stop string was found (the text ends before it).
+// stop string; a stop string ends the request (the text ends before it).
 void Engine::feed_text(Slot& s, bool final) {
   size_t cut = std::string::npos;
   for (const std::string& stop : s.req.stop) {
@@ -185,11 +358,15 @@ void Engine::feed_text(Slot& s, bool final) {
     }
     upto -= hold;
   }
-  if (upto > s.sent) {
-    GenEvent e;
-    e.text = s.text.substr(s.sent, upto - s.sent);
+  GenEvent e;
+  while (!s.probs.empty() && s.probs.front().known && s.probs.front().end <= upto) {
+    e.probs.push_back(std::move(s.probs.front().probs));
+    s.probs.pop_front();
+  }
+  if (upto > s.sent || !e.probs.empty()) {
+    if (upto > s.sent) e.text = s.text.substr(s.sent, upto - s.sent);
     s.out->push(std::move(e));
-    s.sent = upto;
+    s.sent = std::max(s.sent, upto);
   }
   if (cut != std::string::npos) {
     s.text.resize(cut);
@@ -202,6 +379,12 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   s.active = false;  // feed_text below may find a stop string and call finish(kWord) first
   if (why == Finish::kEos || why == Finish::kLimit) {
     s.text += s.detok->flush();
+    for (auto& p : s.probs) {
+      if (!p.known) {
+        p.known = true;
+        p.end = s.text.size();
+      }
+    }
     s.active = true;
     feed_text(s, /*final=*/true);
     if (!s.active) return;  // ended on a stop string
@@ -210,29 +393,91 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --processing_;
-    if (s.out->cancelled()) ++cancelled_;
+    ++metrics_.requests_done;
+    if (s.out->cancelled()) {
+      ++cancelled_;
+      ++metrics_.cancelled;
+    }
+    views_[s.seq] = SlotView{};
   }
   GenEvent e;
   e.done = true;
   e.finish = why;
   e.n_prompt = static_cast<int32_t>(s.req.prompt.size());
   e.n_gen = s.n_gen;
+  e.n_cached = s.n_cached;
   e.error = error;
   s.out->push(std::move(e));
-  ctx_.seq_truncate(s.seq, 0);  // the sequence's blocks go back to the pool
+  ctx_.seq_truncate(s.seq, 0);  // the sequence's blocks go back to the pool (full ones stay cached)
   s.out.reset();
   s.req = GenRequest();
+  s.feed.clear();
+  s.generated.clear();
+  s.probs.clear();
   s.detok.reset();
+  s.swapped = false;
   s.row = -1;
+  s.next_token = -1;
+}
+
+// Samples the slot's next token from its logits row of the last decode.
+void Engine::sample(Slot& s) {
+  if (s.req.n_predict == 0) {
+    finish(s, Finish::kLimit);
+    return;
+  }
+  try {
+    const std::span<const float> logits = ctx_.logits(s.row);
+    const int32_t tok = s.req.sampler->sample(logits);
+    s.req.sampler->accept(tok);
+    ++s.n_gen;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++metrics_.predicted_tokens;
+      views_[s.seq].n_decoded = s.n_gen;
+    }
+    if (tk_.vocab().is_eog(tok)) {
+      finish(s, Finish::kEos);
+      return;
+    }
+    s.generated.push_back(tok);
+    const std::string piece = s.detok->push(tok);
+    s.text += piece;
+    if (s.req.n_probs > 0) {
+      Slot::PendingProbs p;
+      p.probs = token_logprobs(logits, tok, s.req.n_probs, tk_);
+      // A token whose bytes the detokenizer holds back (an unfinished UTF-8
+      // sequence) completes with the text of a later one.
+      p.known = !piece.empty() || tk_.token_to_piece(tok, false).empty();
+      p.end = s.text.size();
+      if (!piece.empty()) {
+        for (auto& q : s.probs) {
+          if (!q.known) {
+            q.known = true;
+            q.end = s.text.size();
+          }
+        }
+      }
+      s.probs.push_back(std::move(p));
+    }
+    feed_text(s, /*final=*/false);
+    if (!s.active) return;
+    if (s.req.n_predict >= 0 && s.n_gen >= s.req.n_predict) {
+      finish(s, Finish::kLimit);
+    } else if (ctx_.seq_len(s.seq) >= ctx_.options().n_ctx) {
+      finish(s, Finish::kLimit);
+    } else {
+      s.next_token = tok;
+    }
+  } catch (const std::exception& e) {
+    finish(s, Finish::kError, e.what());
+  }
 }
 
 bool Engine::step() {
-  for (auto& s : slots_) {
-    if (s->active && s->out->cancelled()) finish(*s, Finish::kError, "cancelled");
-  }
   std::vector<Slot*> order;
   for (auto& s : slots_) {
-    if (s->active) order.push_back(s.get());
+    if (s->active && !s->swapped) order.push_back(s.get());
   }
   if (order.empty()) return false;
   std::sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
@@ -244,16 +489,17 @@ bool Engine::step() {
   // Decoding slots first: one token each keeps every stream moving.
   for (Slot* s : order) {
     s->row = -1;
-    if (s->next_token < 0) continue;
+    if (!s->decoding() || s->next_token < 0) continue;
     const int32_t len = ctx_.seq_len(s->seq);
-    const int64_t need = blocks_for(len + 1) - blocks_for(len);
+    const int64_t need = ctx_.kv().blocks_needed(s->seq, len + 1);
     if (need > free_blocks) {
-      // The shared cache is full: end the longest sequence ("length"), freeing its blocks.
-      Slot* longest = s;
-      for (Slot* o : order) {
-        if (o->active && ctx_.seq_len(o->seq) > ctx_.seq_len(longest->seq)) longest = o;
+      // The shared cache is full: preempt the youngest running request, or
+      // end this one ("length") when it runs alone.
+      if (order.size() == 1) {
+        finish(*s, Finish::kLimit);
+      } else {
+        preempt(*order.back());
       }
-      finish(*longest, Finish::kLimit);
       return true;
     }
     free_blocks -= need;
@@ -263,73 +509,68 @@ bool Engine::step() {
     seq.push_back(s->seq);
     want.push_back(1);
   }
+  const int64_t n_decode_tokens = static_cast<int64_t>(tokens.size());
   // Then prompt chunks, oldest request first, in what is left of the batch.
   int64_t budget = opts_.n_batch - static_cast<int64_t>(tokens.size());
   for (Slot* s : order) {
     if (!s->prefilling() || budget <= 0) continue;
     const int32_t len = ctx_.seq_len(s->seq);
-    const int64_t room = (blocks_for(len) * bs - len) + free_blocks * bs;
-    const int64_t remaining = static_cast<int64_t>(s->req.prompt.size() - s->n_fed);
+    // a partly filled last block may be shared (an attached prefix): writing into it takes a copy
+    const int64_t tail = len % bs != 0 ? bs - len % bs : 0;
+    const int64_t copy = tail > 0 ? ctx_.kv().blocks_needed(s->seq, len + 1) : 0;
+    const int64_t room = free_blocks < copy ? 0 : tail + (free_blocks - copy) * bs;
+    const int64_t remaining = static_cast<int64_t>(s->feed.size() - s->n_fed);
     const int64_t chunk = std::min({remaining, budget, room});
     if (chunk <= 0) continue;
     for (int64_t i = 0; i < chunk; ++i) {
-      tokens.push_back(s->req.prompt[s->n_fed + i]);
+      tokens.push_back(s->feed[s->n_fed + i]);
       pos.push_back(len + static_cast<int32_t>(i));
       seq.push_back(s->seq);
       want.push_back(0);
     }
-    if (chunk == remaining) {
+    // the prompt's last token gives the logits of the first sample (a resumed
+    // request has its next token already)
+    if (chunk == remaining && s->next_token < 0) {
       want.back() = 1;
       s->row = static_cast<int32_t>(tokens.size()) - 1;
     }
-    free_blocks -= blocks_for(len + static_cast<int32_t>(chunk)) - blocks_for(len);
+    free_blocks -= ctx_.kv().blocks_needed(s->seq, len + static_cast<int32_t>(chunk));
     budget -= chunk;
   }
   if (tokens.empty()) {
-    // Only half-prefilled prompts that no longer fit: end the newest.
-    finish(*order.back(), Finish::kError, "the context is full (raise -c or lower --parallel)");
+    // Only half-prefilled prompts that no longer fit: preempt the youngest, or
+    // end it when it runs alone.
+    if (order.size() == 1) {
+      finish(*order.back(), Finish::kError, "the context is full (raise -c or lower --parallel)");
+    } else {
+      preempt(*order.back());
+    }
     return true;
   }
+  const Clock::time_point t0 = Clock::now();
   try {
     ctx_.decode(tokens, pos, seq, want);
   } catch (const std::exception& e) {
     for (Slot* s : order) finish(*s, Finish::kError, e.what());
     return true;
   }
+  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t n_prompt = static_cast<int64_t>(tokens.size()) - n_decode_tokens;
+    metrics_.prompt_tokens += static_cast<uint64_t>(n_prompt);
+    metrics_.prompt_seconds += dt * static_cast<double>(n_prompt) / static_cast<double>(tokens.size());
+    metrics_.predicted_seconds += dt * static_cast<double>(n_decode_tokens) / static_cast<double>(tokens.size());
+  }
   // Account for what was decoded, then sample every slot that got logits.
   for (Slot* s : order) {
     if (!s->active) continue;
     if (s->prefilling()) {
       s->n_fed = static_cast<size_t>(ctx_.seq_len(s->seq));
-    } else {
+    } else if (s->row >= 0) {
       s->next_token = -1;
     }
-    if (s->row < 0) continue;
-    if (s->req.n_predict == 0) {
-      finish(*s, Finish::kLimit);
-      continue;
-    }
-    try {
-      const int32_t tok = s->req.sampler->sample(ctx_.logits(s->row));
-      s->req.sampler->accept(tok);
-      ++s->n_gen;
-      if (tk_.vocab().is_eog(tok)) {
-        finish(*s, Finish::kEos);
-        continue;
-      }
-      s->text += s->detok->push(tok);
-      feed_text(*s, /*final=*/false);
-      if (!s->active) continue;
-      if (s->req.n_predict >= 0 && s->n_gen >= s->req.n_predict) {
-        finish(*s, Finish::kLimit);
-      } else if (ctx_.seq_len(s->seq) >= ctx_.options().n_ctx) {
-        finish(*s, Finish::kLimit);
-      } else {
-        s->next_token = tok;
-      }
-    } catch (const std::exception& e) {
-      finish(*s, Finish::kError, e.what());
-    }
+    if (s->row >= 0) sample(*s);
   }
   return true;
 }

@@ -5,13 +5,33 @@
 // decodes once, samples each slot that got logits and pushes the text to its
 // GenStream. Requests beyond the free slots (or the free KV) wait in FIFO order.
 // The KV cache is paged and shared: -c bounds all slots together, not each.
+//
+// Prefix caching (src/kv/kv_cache.h): a request with cache_prompt attaches the
+// cached full blocks of the longest equal prefix (same cache_salt) and computes
+// only the rest; its own full blocks, generated tokens included, stay cached
+// after it ends until their memory is needed, so a later turn of a chat reuses
+// the previous one. A request whose prompt shares a block with a prompt still
+// being prefilled waits until that prompt is computed, then shares its blocks,
+// a partly filled last one included (copied by whichever writes it first): n
+// identical prompts compute the prompt once.
+//
+// Memory: when a decoding slot needs a block and none is free, the youngest
+// running request is preempted (its blocks released, cached ones stay
+// evictable) and resumed later by recomputing its prompt and generated tokens
+// (mostly attached from the cache again); its stream sees nothing of this.
+// Queued requests and preempted ones wait while the cache is short. A request
+// ends at once, its blocks released, when its stream is cancelled (a client
+// that went away) or its deadline passes (GenRequest::timeout_ms, else
+// Options::timeout_s): Finish::kError with "cancelled" / "timed out ...".
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +48,10 @@ struct GenRequest {
   std::unique_ptr<sampling::Sampler> sampler;  // built by the caller (bad parameters fail there)
   int32_t n_predict = -1;                      // < 0: until end of generation or a full context
   std::vector<std::string> stop;               // stop strings (not included in the output)
+  int32_t n_probs = 0;                         // > 0: GenEvent::probs carries this many alternatives per token
+  bool cache_prompt = true;                    // reuse cached KV blocks of an equal prompt prefix
+  std::string cache_salt;                      // prefixes are shared only between requests of equal salt
+  int64_t timeout_ms = 0;                      // > 0: ends with Finish::kError this long after submit()
 };
 
 class Engine {
@@ -35,6 +59,7 @@ class Engine {
   struct Options {
     int n_parallel = 1;
     int32_t n_batch = 2048;  // most tokens per step (the Context splits it in n_ubatch passes)
+    double timeout_s = 0;    // > 0: deadline of requests that set no timeout_ms (queue time included)
   };
   // ctx must have n_seq_max >= n_parallel; both must outlive the Engine.
   Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts);
@@ -57,18 +82,54 @@ class Engine {
   };
   Stats stats();
 
+  // Counters and the KV cache's state as of the last engine step; thread-safe.
+  struct Metrics {
+    uint64_t prompt_tokens = 0;     // prompt tokens computed (cached ones excluded)
+    uint64_t predicted_tokens = 0;  // tokens sampled
+    double prompt_seconds = 0;      // step time spent on prompt tokens (a mixed step is split by token count)
+    double predicted_seconds = 0;
+    uint64_t prefix_hit_tokens = 0;  // prompt tokens served from the prefix cache
+    uint64_t requests_done = 0;
+    uint64_t preemptions = 0;
+    uint64_t timeouts = 0;
+    uint64_t cancelled = 0;
+    int processing = 0;  // requests in a slot (preempted ones included)
+    int deferred = 0;    // requests waiting: queued, or preempted and not yet resumed
+    int64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_empty = 0;
+    int64_t kv_tokens = 0;  // cells held by the running sequences
+    int block_size = 0;
+  };
+  Metrics metrics();
+  // Prometheus text in the shape of llama-server's /metrics (llamacpp:*) plus strix:* block gauges.
+  std::string metrics_text();
+  // llama-server's /slots: one object per slot.
+  nlohmann::json slots_json();
+  // The engine's part of llama-server's /props: n_ctx, total_slots, default_generation_settings.
+  nlohmann::json props_json();
+
  private:
   struct Slot;
+  struct SlotView;  // what slots_json shows, copied under mu_
+  using Clock = std::chrono::steady_clock;
   struct Pending {
     GenRequest req;
     std::shared_ptr<GenStream> out;
+    Clock::time_point deadline;
   };
   void loop();
   void admit();
+  bool resume(Slot& s, int64_t reserved, bool alone);
   bool step();
+  void expire();
+  void preempt(Slot& s);
+  void sample(Slot& s);
   void feed_text(Slot& s, bool final);
   void finish(Slot& s, Finish why, const std::string& error = {});
   int64_t blocks_for(int32_t len) const;
+  int64_t reserved_blocks(const Slot* except) const;
+  bool others_running(const Slot* except) const;
+  bool shares_inflight(const GenRequest& req) const;
+  void publish();  // copies metrics and slot views under mu_
 
   Context& ctx_;
   const tok::Tokenizer& tk_;
@@ -79,9 +140,11 @@ class Engine {
   std::condition_variable cv_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
-  int processing_ = 0;      // under mu_
-  uint64_t cancelled_ = 0;  // under mu_
-  uint64_t admitted_ = 0;   // engine thread only
+  int processing_ = 0;           // under mu_
+  uint64_t cancelled_ = 0;       // under mu_
+  Metrics metrics_;              // under mu_ (counters updated by the engine thread)
+  std::vector<SlotView> views_;  // under mu_
+  uint64_t admitted_ = 0;        // engine thread only
   std::thread thread_;
 };
 

@@ -1,7 +1,9 @@
 // The channel between one HTTP request and the engine thread: the engine
 // pushes text pieces and a final event, the HTTP side takes them when it is
 // told (notify runs on the engine thread and must only post work elsewhere).
-// Cancelling (a client that went away) is seen by the engine at its next step.
+// Cancelling (a client that went away) is seen by the engine at its next step:
+// the request ends with a final Finish::kError "cancelled" event (queued or
+// running) and its KV blocks go back to the pool at once.
 #pragma once
 
 #include <atomic>
@@ -18,12 +20,26 @@ namespace strix::server {
 // Why a generation ended, as llama-server's stop_type names it.
 enum class Finish { kNone, kEos, kLimit, kWord, kError };
 
+// One generated token's log-probability and the most likely alternatives
+// (OpenAI logprobs: log-softmax of the model's logits at that step).
+struct TokenProb {
+  int32_t id = 0;
+  std::string piece;
+  float logprob = 0.0f;
+};
+struct TokenLogprobs {
+  TokenProb sampled;
+  std::vector<TokenProb> top;  // GenRequest::n_probs entries, most likely first
+};
+
 struct GenEvent {
   std::string text;  // newly completed text (possibly empty)
+  std::vector<TokenLogprobs> probs;  // GenRequest::n_probs > 0: the tokens whose text completed in this event
   bool done = false;
   Finish finish = Finish::kNone;
   int32_t n_prompt = 0;  // set on the final event
   int32_t n_gen = 0;
+  int32_t n_cached = 0;  // set on the final event: prompt tokens served from the prefix cache
   std::string error;  // Finish::kError
 };
 

@@ -79,12 +79,24 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_read(beast::error_code ec) {
     if (closed_) return;
     if (ec == http::error::body_limit) {
+      // The handler words the 413 in the error shape of the API the path belongs to.
       keep_alive_ = false;
+      HttpRequest hr;
+      hr.method = std::string(parser_->get().method_string());
+      const std::string target(parser_->get().target());
+      hr.path = target.substr(0, target.find('?'));
+      hr.body_too_large = true;
+      hr.body_limit = body_limit_;
       HttpReply r;
-      r.status = 413;
-      r.body =
-          error_body("the request body is larger than the server's limit of " + std::to_string(body_limit_) + " bytes",
-                     "invalid_request_error");
+      try {
+        r = handler_(hr);
+      } catch (const std::exception&) {
+        r.status = 413;
+        r.body = error_body(
+            "the request body is larger than the server's limit of " + std::to_string(body_limit_) + " bytes",
+            "invalid_request_error");
+      }
+      r.streams.clear();
       send(std::move(r));
       return;
     }
@@ -115,6 +127,8 @@ class Session : public std::enable_shared_from_this<Session> {
     hr.body = req.body();
     const auto auth = req.find(http::field::authorization);
     if (auth != req.end()) hr.authorization = std::string(auth->value());
+    const auto xkey = req.find("x-api-key");
+    if (xkey != req.end()) hr.x_api_key = std::string(xkey->value());
     HttpReply reply;
     try {
       reply = handler_(hr);
@@ -123,7 +137,7 @@ class Session : public std::enable_shared_from_this<Session> {
       reply.status = 500;
       reply.body = error_body(e.what(), "server_error");
     }
-    if (reply.stream) {
+    if (!reply.streams.empty()) {
       start_generation(std::move(reply));
     } else {
       send(std::move(reply));
@@ -165,24 +179,37 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void start_generation(HttpReply r) {
     gen_ = std::move(r);
-    stream_ = gen_.stream;
-    text_.clear();
+    streams_ = gen_.streams;
+    results_.assign(streams_.size(), GenResult());
+    ended_.assign(streams_.size(), false);
     done_ = false;
     if (gen_.sse) {
       outbox_ =
           "HTTP/1.1 200 OK\r\nServer: strix\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
           "Access-Control-Allow-Origin: *\r\nTransfer-Encoding: chunked\r\n";
       outbox_ += keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+      add_chunk(gen_.sse_head);
     }
     std::weak_ptr<Session> weak = shared_from_this();
     asio::io_context& ioc = ioc_;
-    stream_->set_notify([weak, &ioc] {
-      asio::post(ioc, [weak] {
-        if (auto s = weak.lock()) s->pump();
+    for (auto& st : streams_) {
+      st->set_notify([weak, &ioc] {
+        asio::post(ioc, [weak] {
+          if (auto s = weak.lock()) s->pump();
+        });
       });
-    });
+    }
     pump();
-    if (stream_) start_probe();
+    if (!streams_.empty()) start_probe();
+  }
+
+  void add_chunk(const std::string& frame) {
+    if (frame.empty()) return;
+    char len[32];
+    std::snprintf(len, sizeof(len), "%zx\r\n", frame.size());
+    outbox_ += len;
+    outbox_ += frame;
+    outbox_ += "\r\n";
   }
 
   void start_probe() {
@@ -193,7 +220,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->closed_) return;
       if (!ec) {
         self->buffer_.commit(n);  // a pipelined request: parsed after this reply
-        if (self->stream_) {
+        if (!self->streams_.empty()) {
           self->start_probe();
         } else if (self->read_after_probe_) {
           self->read_after_probe_ = false;
@@ -211,34 +238,37 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void pump() {
-    if (closed_ || !stream_ || done_) return;
-    for (GenEvent& e : stream_->take()) {
-      if (gen_.sse) {
-        const std::string frame = gen_.on_event(e);
-        if (!frame.empty()) {
-          char len[32];
-          std::snprintf(len, sizeof(len), "%zx\r\n", frame.size());
-          outbox_ += len;
-          outbox_ += frame;
-          outbox_ += "\r\n";
-        }
-      } else {
-        text_ += e.text;
-      }
-      if (e.done) {
-        done_ = true;
+    if (closed_ || streams_.empty() || done_) return;
+    bool all = true;
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (ended_[i]) continue;
+      for (GenEvent& e : streams_[i]->take()) {
         if (gen_.sse) {
-          outbox_ += "0\r\n\r\n";
+          add_chunk(gen_.on_event(i, e));
         } else {
-          last_ = e;
+          results_[i].text += e.text;
+          for (auto& p : e.probs) results_[i].probs.push_back(std::move(p));
         }
-        break;
+        if (e.done) {
+          ended_[i] = true;
+          if (!gen_.sse) results_[i].last = std::move(e);
+          break;
+        }
+      }
+      all = all && ended_[i];
+    }
+    if (all) {
+      done_ = true;
+      if (gen_.sse) {
+        if (gen_.on_end) add_chunk(gen_.on_end());
+        outbox_ += "0\r\n\r\n";
       }
     }
     if (gen_.sse) {
       flush();
     } else if (done_) {
-      HttpReply final_reply = gen_.on_done(text_, last_);
+      HttpReply final_reply = gen_.on_done(results_);
+      final_reply.streams.clear();
       end_generation();
       send(std::move(final_reply));
     }
@@ -271,19 +301,20 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void end_generation() {
-    if (stream_) stream_->set_notify(nullptr);
-    stream_.reset();
+    for (auto& st : streams_) st->set_notify(nullptr);
+    streams_.clear();
+    results_.clear();
     gen_ = HttpReply();
   }
 
   void close() {
     if (closed_) return;
     closed_ = true;
-    if (stream_) {
-      stream_->cancel();
-      stream_->set_notify(nullptr);
-      stream_.reset();
+    for (auto& st : streams_) {
+      st->cancel();
+      st->set_notify(nullptr);
     }
+    streams_.clear();
     beast::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -299,9 +330,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   // the generation being followed
   HttpReply gen_;
-  std::shared_ptr<GenStream> stream_;
-  std::string text_;
-  GenEvent last_;
+  std::vector<std::shared_ptr<GenStream>> streams_;
+  std::vector<GenResult> results_;
+  std::vector<bool> ended_;
   bool done_ = false;
   bool probing_ = false;
   bool read_after_probe_ = false;

@@ -4,7 +4,7 @@
 // preflight, a request body limit (413), and replies that follow a running
 // generation: either one JSON body at the end or an SSE stream written as
 // chunks while tokens arrive. A client that goes away (a failed write, or EOF
-// seen by a read kept pending during the generation) cancels its GenStream.
+// seen by a read kept pending during the generation) cancels its GenStreams.
 #pragma once
 
 #include <cstdint>
@@ -23,19 +23,36 @@ struct HttpRequest {
   std::string path;    // target without the query string
   std::string body;
   std::string authorization;  // the Authorization header, or ""
+  std::string x_api_key;      // the x-api-key header (Anthropic's clients), or ""
+  // The body was over the limit (and not read): the handler answers 413 in its API's error shape.
+  bool body_too_large = false;
+  uint64_t body_limit = 0;
+};
+
+// One finished generation of a non-streaming reply: all its text and token
+// log-probabilities, and its final event (finish reason, counts).
+struct GenResult {
+  std::string text;
+  std::vector<TokenLogprobs> probs;
+  GenEvent last;
 };
 
 struct HttpReply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json; charset=utf-8";
-  // A generation in flight (stream set): the reply is produced from its events.
-  std::shared_ptr<GenStream> stream;
+  // Generations in flight (streams non-empty; several for OpenAI's n / best_of):
+  // the reply is produced from their events.
+  std::vector<std::shared_ptr<GenStream>> streams;
   bool sse = false;
-  // sse: the SSE text ("data: ...\n\n" frames) to send for one event; the final event's text ends the stream.
-  std::function<std::string(const GenEvent&)> on_event;
-  // not sse: the reply once the final event came, given the whole text.
-  std::function<HttpReply(const std::string& text, const GenEvent& last)> on_done;
+  // sse: frames sent right after the headers (e.g. Anthropic's message_start).
+  std::string sse_head;
+  // sse: the SSE text to send for one event of streams[index].
+  std::function<std::string(size_t index, const GenEvent&)> on_event;
+  // sse: the text sent once every stream has ended (usage, "data: [DONE]").
+  std::function<std::string()> on_end;
+  // not sse: the reply once every stream has ended.
+  std::function<HttpReply(std::vector<GenResult>& results)> on_done;
 };
 
 using Handler = std::function<HttpReply(const HttpRequest&)>;

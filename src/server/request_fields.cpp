@@ -6,12 +6,15 @@
 
 namespace strix::server {
 
-void check_fields(const nlohmann::json& body, std::initializer_list<std::string_view> allowed) {
+void check_fields(const nlohmann::json& body, std::initializer_list<std::string_view> allowed,
+                  std::initializer_list<std::string_view> also, const std::string& where) {
+  if (!body.is_object()) return;
   for (const auto& [key, value] : body.items()) {
     bool ok = false;
     for (std::string_view a : allowed) ok = ok || a == key;
+    for (std::string_view a : also) ok = ok || a == key;
     if (!ok) {
-      throw ApiError(400, "Unsupported field '" + key + "': strix serve does not implement it", key);
+      throw ApiError(400, "Unsupported field '" + where + key + "': strix serve does not implement it", where + key);
     }
   }
 }

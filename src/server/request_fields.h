@@ -12,8 +12,10 @@
 
 namespace strix::server {
 
-// Rejects a field not in `allowed` (message says it is not implemented).
-void check_fields(const nlohmann::json& body, std::initializer_list<std::string_view> allowed);
+// Rejects a field in neither `allowed` nor `also` (message says it is not
+// implemented); `where` prefixes the field's name (e.g. "messages[2].").
+void check_fields(const nlohmann::json& body, std::initializer_list<std::string_view> allowed,
+                  std::initializer_list<std::string_view> also = {}, const std::string& where = "");
 
 bool has_field(const nlohmann::json& body, const char* key);  // present and not null
 double get_number(const nlohmann::json& body, const char* key, double def);

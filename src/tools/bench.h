@@ -42,6 +42,10 @@ struct BenchOptions {
   std::string libllama_dir;  // empty: ref::reference_dir() (the pinned npm package)
   double pause_s = 0.05;     // between the two sides of one repetition (compare only)
   uint64_t seed = 1;         // picks the random token ids
+  // -ngl: "0" runs on the CPU; "99" / "all" on the GPU (backend/cuda, full
+  // offload only). With the GPU the receipt and table also give the device's
+  // copy bandwidth and each tg test's weight bytes per second as a fraction of it.
+  std::string ngl = "0";
 };
 
 // One row of the table.
@@ -55,6 +59,7 @@ struct BenchResult {
   // the test
   int n_prompt = 0, n_gen = 0, n_depth = 0;
   int n_threads = 0, n_batch = 0, n_ubatch = 0;
+  std::string backend = "CPU";  // "CUDA" with -ngl 99
   std::vector<uint64_t> samples_ns = {};      // Strix, one per repetition
   std::vector<uint64_t> ref_samples_ns = {};  // libllama (compare only)
 
@@ -85,6 +90,18 @@ const char* bench_ftype_name(int64_t file_type);
 // Throws Error/Refusal when a model does not load (on either side).
 std::vector<BenchResult> run_bench(const BenchOptions& opts, const std::function<void(const BenchResult&)>& on_result);
 
+// With -ngl 99: the GPU's name and device-to-device copy bandwidth (bytes read
+// + written per second), measured once; a tg test's weight bytes per second
+// over it is the fraction of the memory-bandwidth limit decode reaches.
+struct BenchGpu {
+  std::string name;
+  double copy_bytes_per_s = 0;
+};
+BenchGpu bench_gpu_info();
+// "GPU <name>: copy bandwidth X GB/s" and one line per tg row: t/s x weight
+// bytes = GB/s = fraction of the copy bandwidth.
+std::string bench_gpu_summary(const BenchGpu& gpu, const std::vector<BenchResult>& results);
+
 // The markdown table of llama-bench (| model | size | params | backend |
 // threads | test | t/s |; n_batch / n_ubatch columns when not the defaults),
 // plus | libllama t/s | ratio | with compare.
@@ -99,6 +116,6 @@ struct BenchBuildInfo {
   std::string command = {};  // the command line that made the receipt
 };
 nlohmann::json bench_receipt(const BenchOptions& opts, const std::vector<BenchResult>& results,
-                             const BenchBuildInfo& build);
+                             const BenchBuildInfo& build, const BenchGpu* gpu = nullptr);
 
 }  // namespace strix

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 
+#include "backend/cuda/cuda_context.h"
 #include "core/error.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
@@ -55,6 +56,14 @@ std::vector<int32_t> parity_tokens(int64_t n_vocab, int32_t bos, int n, uint64_t
 
 std::string ParityReport::summary() const {
   char buf[512];
+  if (backend == "cuda") {
+    std::snprintf(buf, sizeof buf,
+                  "%-7s %4d positions, weights %-6s [cuda] mean KL %.2e (bar %.0e)  max KL %.2e  at %d:%d  "
+                  "max |dlogit| %.3g  top-1 %d/%d = %.2f%% (bar 99.5%%) -> %s",
+                  mode.c_str(), n_positions, weight_types.c_str(), mean_kl, cuda_mean_kl_bar(), max_kl, worst_seq,
+                  worst_pos, max_abs_dlogit, top1_agree, n_positions, 100 * top1_rate(), cuda_pass() ? "PASS" : "FAIL");
+    return buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "%-7s %4d positions, weights %-6s mean KL %.2e (limit %.1e)  max KL %.2e (limit %.1e)  "
                 "at %d:%d  max |dlogit| %.3g  top-1 %d/%d  [libllama's own prefill-vs-decode: mean %.1e max %.1e "
@@ -154,7 +163,24 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
   co.n_ubatch = o.n_ubatch;
   co.n_threads = o.n_threads;
   co.n_seq_max = n_seq;
-  Context ctx(*model, co);
+  // Strix's side: the CPU Context, or the CUDA one with -ngl 99
+  std::unique_ptr<Context> cpu_ctx;
+  std::unique_ptr<cuda::CudaContext> gpu_ctx;
+  if (cuda::parse_ngl(o.ngl, hp.n_layer)) {
+    rep.backend = "cuda";
+    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
+  } else {
+    cpu_ctx = std::make_unique<Context>(*model, co);
+  }
+  auto strix_decode = [&](std::span<const int32_t> t, std::span<const int32_t> p, std::span<const int32_t> s,
+                          std::span<const uint8_t> w) {
+    if (gpu_ctx) {
+      gpu_ctx->decode(t, p, s, w);
+    } else {
+      cpu_ctx->decode(t, p, s, w);
+    }
+  };
+  auto strix_logits = [&](int32_t i) { return gpu_ctx ? gpu_ctx->logits(i) : cpu_ctx->logits(i); };
   ref::LlamaContext rctx(rmodel, {.n_ctx = static_cast<uint32_t>(co.n_ctx),
                                   .n_batch = static_cast<uint32_t>(std::max(per_seq * n_seq, 1)),
                                   .n_ubatch = static_cast<uint32_t>(o.n_ubatch),
@@ -179,10 +205,10 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
     }
     want.assign(tok.size(), 1);
     rctx.decode(tok, pos, seq, want);
-    ctx.decode(tok, pos, seq, want);
+    strix_decode(tok, pos, seq, want);
     for (size_t i = 0; i < tok.size(); ++i) {
       const auto r = rctx.logits(static_cast<int32_t>(i));
-      const auto s = ctx.logits(static_cast<int32_t>(i));
+      const auto s = strix_logits(static_cast<int32_t>(i));
       const double kl = kl_divergence(r.data(), s.data(), hp.n_vocab);
       kl_sum += kl;
       if (o.trace && kl != 0) std::fprintf(stderr, "  trace: seq %d pos %d batch of %zu: KL %.3e\n", seq[i], pos[i], tok.size(), kl);
@@ -229,6 +255,53 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
     rep.floor_top1_miss_rate = static_cast<double>(miss) / per_seq;
   }
   return rep;
+}
+
+GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions& o) {
+  auto model = Model::load(o.strix_path.empty() ? path : o.strix_path);
+  ref::LlamaModel rm(path);
+  const uint32_t n_ctx = static_cast<uint32_t>(n_gen + 8);
+  ref::LlamaContext rc(rm, {.n_ctx = n_ctx, .n_batch = n_ctx, .n_ubatch = n_ctx, .n_threads = 1});
+  ContextOptions co;
+  co.n_ctx = n_ctx;
+  co.n_threads = o.n_threads;
+  std::unique_ptr<Context> cpu_ctx;
+  std::unique_ptr<cuda::CudaContext> gpu_ctx;
+  GreedyReport g;
+  if (cuda::parse_ngl(o.ngl, model->hparams().n_layer)) {
+    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
+    g.backend = "cuda";
+  } else {
+    cpu_ctx = std::make_unique<Context>(*model, co);
+  }
+  auto argmax = [](std::span<const float> l) {
+    return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+  };
+  std::vector<int32_t> ref_ids{rm.bos()}, our_ids{rm.bos()};
+  rc.decode_seq(ref_ids, 0);
+  if (gpu_ctx) {
+    gpu_ctx->decode_seq(our_ids);
+  } else {
+    cpu_ctx->decode_seq(our_ids);
+  }
+  for (int i = 0; i < n_gen; ++i) {
+    const int32_t rt = argmax(rc.logits(-1));
+    const int32_t st = argmax(gpu_ctx ? gpu_ctx->logits(-1) : cpu_ctx->logits(-1));
+    g.ref.push_back(rt);
+    g.ours.push_back(st);
+    if (rt != st && g.first_diff < 0) g.first_diff = i;
+    ref_ids.push_back(rt);
+    our_ids.push_back(st);
+    if (i + 1 == n_gen) break;
+    rc.decode_seq(std::vector<int32_t>{rt}, static_cast<int32_t>(ref_ids.size() - 1));
+    if (gpu_ctx) {
+      gpu_ctx->decode_seq(std::vector<int32_t>{st});
+    } else {
+      cpu_ctx->decode_seq(std::vector<int32_t>{st});
+    }
+  }
+  g.text = rm.detokenize(ref_ids, true, false);
+  return g;
 }
 
 void write_variant(const std::string& src, const std::string& dst, const VariantEdit& edit) {

@@ -21,6 +21,9 @@ struct ParityOptions {
   // Negative controls: Strix loads this file instead (a deliberately altered
   // copy, see write_variant) while libllama loads the original.
   std::string strix_path;
+  // -ngl: "0" runs Strix on the CPU (Context); "99" / "all" on the GPU
+  // (cuda::CudaContext, full offload), judged by ParityReport::cuda_pass().
+  std::string ngl = "0";
 };
 
 struct ParityReport {
@@ -61,6 +64,15 @@ struct ParityReport {
     const double miss = n_positions ? 1.0 - top1_rate() : 0.0;
     return max_kl <= max_kl_limit() && mean_kl <= mean_kl_limit() && miss <= 2 * floor_top1_miss_rate + 1e-12;
   }
+  // The CUDA backend's bar (issue 7). Its GEMV sums f32 activations and its
+  // prefill GEMM f16 ones (libllama's CPU path quantizes activations and sums
+  // in its own order), so the bar is statistical: top-1 agreement >= 99.5% and
+  // mean KL <= 1e-4 when every matmul weight is F32/F16/Q8_0, else <= 1e-3.
+  std::string backend = "cpu";  // "cuda" with -ngl 99
+  double cuda_mean_kl_bar() const { return kl_bar <= 1e-6 ? 1e-4 : 1e-3; }
+  bool cuda_pass() const { return n_positions > 0 && top1_rate() >= 0.995 && mean_kl <= cuda_mean_kl_bar(); }
+  // pass() on the CPU, cuda_pass() on the GPU
+  bool verdict() const { return backend == "cuda" ? cuda_pass() : pass(); }
   std::string summary() const;  // one line
 };
 
@@ -70,6 +82,19 @@ std::vector<int32_t> parity_tokens(int64_t n_vocab, int32_t bos, int n, uint64_t
 
 // Throws Error/Refusal when either side cannot load the file.
 ParityReport run_parity(const std::string& path, const ParityOptions& opts);
+
+// Greedy generation on both sides from BOS: each side feeds back its own
+// argmax for n_gen tokens (libllama one token per decode, Strix on the CPU or,
+// with opts.ngl, the GPU). first_diff: index of the first differing generated
+// token, -1 when all agree; text: libllama's detokenized output.
+struct GreedyReport {
+  std::vector<int32_t> ref, ours;  // generated ids (BOS excluded)
+  int first_diff = -1;
+  std::string text;
+  std::string backend = "cpu";  // "cuda" with -ngl 99
+  bool pass() const { return first_diff < 0 && !ref.empty(); }
+};
+GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions& opts);
 
 // Copies a GGUF with some metadata changed (set: key -> value, replacing or
 // adding; remove: keys dropped), tensors scaled (name -> factor, F32 only) and

@@ -48,6 +48,11 @@ TEST(CliArgs, defaults_are_llama_cpp_defaults) {
   EXPECT_FLOAT_EQ(p.sampling.mirostat_eta, 0.1f);
   EXPECT_FLOAT_EQ(p.sampling.xtc_threshold, 0.1f);
   EXPECT_FLOAT_EQ(p.sampling.top_n_sigma, -1.0f);
+  EXPECT_FLOAT_EQ(p.sampling.adaptive_target, -1.0f);
+  EXPECT_FLOAT_EQ(p.sampling.adaptive_decay, 0.9f);
+  EXPECT_EQ(p.n_ctx, 0) << "common_params::n_ctx: 0 = the model's training context";
+  EXPECT_EQ(p.reasoning_budget, -1);
+  EXPECT_TRUE(p.use_jinja);
 }
 
 TEST(CliArgs, long_and_short_spellings_fill_the_same_fields) {
@@ -165,6 +170,27 @@ TEST(CliArgs, sampler_order_flags) {
             (std::vector<Stage>{Stage::kTopK, Stage::kTemperature}));
   EXPECT_EQ(parse({"--sampling-seq", "kt"}).sampling.stages, (std::vector<Stage>{Stage::kTopK, Stage::kTemperature}));
   EXPECT_THROW(parse({"--samplers", "top_k;bogus"}), strix::Error);
+  EXPECT_EQ(parse({"--samplers", "top_k;adaptive_p"}).sampling.stages,
+            (std::vector<Stage>{Stage::kTopK, Stage::kAdaptiveP}));
+  EXPECT_EQ(parse({"--sampling-seq", "ka"}).sampling.stages, (std::vector<Stage>{Stage::kTopK, Stage::kAdaptiveP}));
+  const CliParams a = parse({"--adaptive-target", "0.4", "--adaptive-decay", "0.5"});
+  EXPECT_FLOAT_EQ(a.sampling.adaptive_target, 0.4f);
+  EXPECT_FLOAT_EQ(a.sampling.adaptive_decay, 0.5f);
+  EXPECT_THROW(parse({"--adaptive-target", "x"}), strix::Error);
+}
+
+TEST(CliArgs, chat_template_jinja_and_reasoning_budget) {
+  EXPECT_FALSE(parse({"--no-jinja"}).use_jinja);
+  EXPECT_TRUE(parse({"--no-jinja", "--jinja"}).use_jinja);
+  EXPECT_EQ(parse({"--reasoning-budget", "0"}).reasoning_budget, 0);
+  EXPECT_EQ(parse({"--reasoning-budget", "-1"}).reasoning_budget, -1);
+  EXPECT_THROW(parse({"--reasoning-budget", "-2"}), strix::Error);
+  EXPECT_EQ(parse({"--chat-template", "llama3"}).chat_template, "llama3");
+  // the help lists every built-in name, as llama.cpp's does
+  const std::string help = strix::cli::usage_text();
+  for (const char* name : {"chatml", "llama3", "gemma", "gpt-oss", "solar-open", "pangu-embedded"}) {
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+  }
 }
 
 TEST(CliArgs, dry_sequence_breakers_replace_the_defaults) {
@@ -241,8 +267,7 @@ TEST(CliArgs, unimplemented_is_a_refusal_naming_it) {
                                                                                     {"--lora", "x.gguf"},
                                                                                     {"-i"},
                                                                                     {"--context-shift"},
-                                                                                    {"--reasoning-budget", "64"},
-                                                                                    {"--no-jinja"}}) {
+                                                                                    {"--reasoning-budget", "64"}}) {
     try {
       parse(args);
       ADD_FAILURE() << args[0] << " was accepted";

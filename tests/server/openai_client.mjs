@@ -3,8 +3,10 @@
 // for tests/server/server_test.cpp to check.
 //   node openai_client.mjs MODE BASE_URL API_KEY [N]
 import OpenAI from 'openai';
+import Ajv from 'ajv';
 
 const [mode, base, apiKey, nArg] = process.argv.slice(2);
+const kwargs = {chat_template_kwargs: {enable_thinking: false}};  // Qwen 3: no <think> block opened
 const n = Number(nArg ?? 16);
 const client = new OpenAI({baseURL: `${base}/v1`, apiKey, maxRetries: 0, timeout: 60000});
 const messages = [{role: 'user', content: 'Hi'}];
@@ -100,8 +102,21 @@ const modes = {
     out.unknown_field = await apiError(() => client.chat.completions.create(
         {model: 'm', messages, tools: [{type: 'function', function: {name: 'f', parameters: {}}}]}));
     out.made_up_field = await apiError(() => client.chat.completions.create({model: 'm', messages, frobnicate: 1}));
-    out.n2 = await apiError(() => client.chat.completions.create({model: 'm', messages, n: 2}));
-    out.echo = await apiError(() => client.completions.create({model: 'm', prompt: 'x', echo: true}));
+    out.n0 = await apiError(() => client.chat.completions.create({model: 'm', messages, n: 0}));
+    out.echo_logprobs = await apiError(() => client.completions.create({model: 'm', prompt: 'x', echo: true, logprobs: 2}));
+    out.best_of_stream = await apiError(() => client.completions.create(
+        {model: 'm', prompt: 'x', best_of: 2, n: 1, stream: true}));
+    out.bad_schema = await apiError(() => client.chat.completions.create({model: 'm', messages,
+      response_format: {type: 'json_schema', json_schema: {name: 's', schema: {type: 'object', not: {}}}}}));
+    out.bad_grammar = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', grammar: 'root ::= ('})});
+    out.bad_message_field = await apiError(() => client.chat.completions.create(
+        {model: 'm', messages: [{role: 'user', content: 'x', audio: {}}]}));
+    out.id_slot = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', id_slot: 2})});
+    out.prev_response = await apiError(() => client.responses.create({model: 'm', input: 'Hi', previous_response_id: 'r1'}));
+    out.store = await apiError(() => client.responses.create({model: 'm', input: 'Hi', store: true}));
+    out.hosted_tool = await apiError(() => client.responses.create(
+        {model: 'm', input: 'Hi', tools: [{type: 'web_search_preview'}]}));
+    out.props_post = await raw('/props', {method: 'POST', body: '{}'});
     out.bad_part = await apiError(() => client.chat.completions.create(
         {model: 'm', messages: [{role: 'user', content: [{type: 'image_url', image_url: {url: 'x'}}]}]}));
     out.bad_type = await apiError(() => client.chat.completions.create({model: 'm', messages, temperature: 'hot'}));
@@ -117,9 +132,199 @@ const modes = {
       headers: {Origin: 'http://example.com', 'Access-Control-Request-Method': 'POST'}});
     out.oversized = await raw('/v1/completions', {method: 'POST', body: JSON.stringify({prompt: 'x'.repeat(300000)})});
     out.health = await raw('/health', {headers: {Authorization: 'Bearer wrong'}});
-    out.native_unknown = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', mirostat: 2})});
+    out.native_unknown = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', input_prefix: 'y'})});
     out.bad_token = await raw('/detokenize', {method: 'POST', body: JSON.stringify({tokens: [1, 99999]})});
     return out;
+  },
+  // Logprobs at temperature 0 (the C++ side compares them with libllama's log-softmax), echo, n, best_of.
+  async logprobs() {
+    const c = await client.chat.completions.create(
+        {model: 'm', messages, temperature: 0, max_tokens: n, logprobs: true, top_logprobs: 3});
+    const s = await streamChat({logprobs: true, top_logprobs: 2});
+    const stream = await client.chat.completions.create(
+        {model: 'm', messages, temperature: 0, max_tokens: n, stream: true, logprobs: true});
+    const streamed = [];
+    for await (const chunk of stream) {
+      for (const ch of chunk.choices) for (const t of ch.logprobs?.content ?? []) streamed.push(t.logprob);
+    }
+    const p = await client.completions.create(
+        {model: 'm', prompt: 'Once upon a time', temperature: 0, max_tokens: n, logprobs: 2});
+    const echo = await client.completions.create(
+        {model: 'm', prompt: 'Once upon a time', temperature: 0, max_tokens: n, echo: true});
+    const two = await client.chat.completions.create({model: 'm', messages, temperature: 0, max_tokens: n, n: 2});
+    const best = await client.completions.create(
+        {model: 'm', prompt: 'Once upon a time', temperature: 1.5, seed: 7, max_tokens: 8, n: 1, best_of: 3,
+         logprobs: 0});
+    const native = await raw('/completion', {method: 'POST',
+      body: JSON.stringify({prompt: 'Once upon a time', n_predict: 4, temperature: 0, n_probs: 2})});
+    return {
+      chat: c.choices[0].logprobs.content.map((t) => ({token: t.token, logprob: t.logprob, bytes: t.bytes,
+                                                       top: t.top_logprobs})),
+      chat_content: c.choices[0].message.content, streamed, stream_content: s.content,
+      completion: {tokens: p.choices[0].logprobs.tokens, logprobs: p.choices[0].logprobs.token_logprobs,
+                   top: p.choices[0].logprobs.top_logprobs, offsets: p.choices[0].logprobs.text_offset,
+                   text: p.choices[0].text},
+      echo: echo.choices[0].text,
+      two: two.choices.map((ch) => ({index: ch.index, content: ch.message.content})),
+      best: {n: best.choices.length, usage: best.usage, text: best.choices[0].text,
+             sum: best.choices[0].logprobs.token_logprobs.reduce((a, b) => a + b, 0)},
+      native: native.body.completion_probabilities,
+    };
+  },
+  // response_format json_schema / json_object and llama-server's grammar, checked by ajv here.
+  async json_schema() {
+    const schema = {type: 'object', properties: {name: {type: 'string', maxLength: 6},
+                                                 age: {type: 'integer', minimum: 0, maximum: 99},
+                                                 pet: {enum: ['cat', 'dog']}},
+                    required: ['name', 'age', 'pet'], additionalProperties: false};
+    const r = await client.chat.completions.create({model: 'm', messages, temperature: 0, max_tokens: 300,
+      response_format: {type: 'json_schema', json_schema: {name: 'person', schema, strict: true}}});
+    const text = r.choices[0].message.content;
+    const ajv = new Ajv();
+    let value = null, valid = false;
+    try { value = JSON.parse(text); valid = ajv.validate(schema, value); } catch { valid = false; }
+    // the schema as llama-server's json_schema field, on /v1/completions
+    const c = await client.completions.create({model: 'm', prompt: 'Once upon a time', temperature: 0.8, seed: 3,
+                                               max_tokens: 300, json_schema: schema});
+    let valid2 = false;
+    try { valid2 = ajv.validate(schema, JSON.parse(c.choices[0].text)); } catch { valid2 = false; }
+    const g = await raw('/completion', {method: 'POST', body: JSON.stringify(
+        {prompt: 'Once upon a time', n_predict: 20, temperature: 1, seed: 5, grammar: 'root ::= ("yes" | "no") "!"'})});
+    // the same prompt without a schema: not JSON (negative control)
+    const free = await client.chat.completions.create({model: 'm', messages, temperature: 0, max_tokens: 30});
+    let free_valid = false;
+    try { free_valid = ajv.validate(schema, JSON.parse(free.choices[0].message.content)); } catch { free_valid = false; }
+    return {text, valid, errors: ajv.errors, finish: r.choices[0].finish_reason, completions_valid: valid2,
+            completions_text: c.choices[0].text, grammar: g.body.content, free_valid};
+  },
+  // A grammar that writes a <think> block: reasoning_content is split off (--reasoning-format auto).
+  async reasoning() {
+    const grammar = 'root ::= "<think>ab</think>cd"';
+    const r = await client.chat.completions.create(
+        {model: 'm', messages, temperature: 0, max_tokens: 40, grammar, ...kwargs});
+    const s = await client.chat.completions.create(
+        {model: 'm', messages, temperature: 0, max_tokens: 40, grammar, stream: true, ...kwargs});
+    let content = '', reasoning = '';
+    for await (const chunk of s) {
+      for (const c of chunk.choices) {
+        content += c.delta?.content ?? '';
+        reasoning += c.delta?.reasoning_content ?? '';
+      }
+    }
+    const rawc = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', n_predict: 40, grammar})});
+    return {content: r.choices[0].message.content, reasoning: r.choices[0].message.reasoning_content,
+            stream_content: content, stream_reasoning: reasoning, raw: rawc.body.content};
+  },
+  async responses() {
+    const r = await client.responses.create({model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n});
+    const items = await client.responses.create({model: 'm', temperature: 0, max_output_tokens: n,
+      input: [{type: 'message', role: 'user', content: [{type: 'input_text', text: 'H'}, {type: 'input_text', text: 'i'}]}]});
+    const s = await client.responses.create({model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n, stream: true});
+    const events = [];
+    let text = '', done_text = null, final = null;
+    for await (const e of s) {
+      events.push(e.type);
+      if (e.type === 'response.output_text.delta') text += e.delta;
+      if (e.type === 'response.output_text.done') done_text = e.text;
+      if (e.type === 'response.completed' || e.type === 'response.incomplete') final = e.response;
+    }
+    return {text: r.output_text, status: r.status, usage: r.usage, incomplete: r.incomplete_details,
+            items_text: items.output_text, events, stream_text: text, done_text, final_status: final?.status,
+            final_usage: final?.usage};
+  },
+  async endpoints() {
+    const metrics = await fetch(base + '/metrics', {headers: {Authorization: `Bearer ${apiKey}`}});
+    const slots = await raw('/slots');
+    const props = await raw('/props');
+    return {metrics: await metrics.text(), metrics_type: metrics.headers.get('content-type'), slots: slots.body,
+            props: props.body};
+  },
+  // Tools on a model whose template has a tool-call format (Qwen 3's Hermes <tool_call>).
+  async tools() {
+    const parameters = {type: 'object', properties: {city: {type: 'string', enum: ['Paris', 'Oslo']},
+                                                     days: {type: 'integer', minimum: 1, maximum: 7}},
+                        required: ['city', 'days']};
+    const tools = [{type: 'function', function: {name: 'get_weather', description: 'Weather', parameters}},
+                   {type: 'function', function: {name: 'get_time', parameters: {type: 'object', properties: {}}}}];
+    const ajv = new Ajv();
+    const base_req = {model: 'm', messages: [{role: 'user', content: 'Weather in Paris?'}], temperature: 0,
+                      max_tokens: 400, tools, parallel_tool_calls: false, ...kwargs};
+    const forced = await client.chat.completions.create(
+        {...base_req, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
+    const call = forced.choices[0].message.tool_calls?.[0];
+    let args_valid = false;
+    try { args_valid = ajv.validate(parameters, JSON.parse(call.function.arguments)); } catch { args_valid = false; }
+    const stream = await client.chat.completions.create(
+        {...base_req, stream: true, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
+    let sname = '', sargs = '', sid = '', sfinish = null;
+    for await (const chunk of stream) {
+      for (const c of chunk.choices) {
+        for (const tc of c.delta?.tool_calls ?? []) {
+          if (tc.id) sid = tc.id;
+          if (tc.function?.name) sname += tc.function.name;
+          if (tc.function?.arguments) sargs += tc.function.arguments;
+        }
+        if (c.finish_reason) sfinish = c.finish_reason;
+      }
+    }
+    const required = await client.chat.completions.create({...base_req, tool_choice: 'required'});
+    const none = await client.chat.completions.create({...base_req, tool_choice: 'none', max_tokens: 8});
+    // a conversation with an earlier call and its result goes through the template
+    const history = [{role: 'user', content: 'Weather in Paris?'},
+                     {role: 'assistant', content: null, tool_calls: [{id: 'call_1', type: 'function',
+                       function: {name: 'get_weather', arguments: '{"city":"Paris","days":1}'}}]},
+                     {role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C'}];
+    const tmpl = await raw('/apply-template', {method: 'POST', body: JSON.stringify({messages: history, tools})});
+    const followup = await client.chat.completions.create(
+        {model: 'm', messages: history, tools, temperature: 0, max_tokens: 8, ...kwargs});
+    const unknown = await apiError(() => client.chat.completions.create(
+        {...base_req, tool_choice: {type: 'function', function: {name: 'nope'}}}));
+    // Responses API function tools
+    const rtools = [{type: 'function', name: 'get_weather', parameters, strict: true}];
+    const resp = await client.responses.create({model: 'm', input: 'Weather in Paris?', tools: rtools, temperature: 0,
+      max_output_tokens: 400, tool_choice: {type: 'function', name: 'get_weather'}, parallel_tool_calls: false,
+      ...kwargs});
+    const fc = resp.output.find((o) => o.type === 'function_call');
+    const rs = await client.responses.create({model: 'm', input: 'Weather in Paris?', tools: rtools, temperature: 0,
+      max_output_tokens: 400, tool_choice: 'required', parallel_tool_calls: false, stream: true, ...kwargs});
+    const revents = [];
+    let rargs = '', rdone = null;
+    for await (const e of rs) {
+      revents.push(e.type);
+      if (e.type === 'response.function_call_arguments.delta') rargs += e.delta;
+      if (e.type === 'response.function_call_arguments.done') rdone = e.arguments;
+    }
+    const rhistory = await client.responses.create({model: 'm', temperature: 0, max_output_tokens: 4, tools: rtools,
+      input: [{role: 'user', content: 'Weather in Paris?'},
+              {type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{"city":"Paris","days":1}'},
+              {type: 'function_call_output', call_id: 'c1', output: 'sunny'}], ...kwargs});
+    return {finish: forced.choices[0].finish_reason, content: forced.choices[0].message.content,
+            name: call?.function?.name, args: call?.function?.arguments, id: call?.id, args_valid,
+            stream: {id: sid, name: sname, args: sargs, finish: sfinish},
+            required: {finish: required.choices[0].finish_reason, n: required.choices[0].message.tool_calls?.length ?? 0},
+            none: {finish: none.choices[0].finish_reason, calls: none.choices[0].message.tool_calls ?? null},
+            prompt: tmpl.body.prompt, followup_finish: followup.choices[0].finish_reason, unknown,
+            responses: {type: fc?.type, name: fc?.name, args: fc?.arguments, call_id: fc?.call_id,
+                        status: resp.status},
+            responses_stream: {events: revents, args: rargs, done: rdone}, rhistory_status: rhistory.status};
+  },
+  async timeout() {
+    const before = (await raw('/health')).body;
+    let chunks = 0, error = null;
+    try {
+      const stream = await client.chat.completions.create(
+          {model: 'm', messages, temperature: 0, max_tokens: 30000, stream: true, ignore_eos: true});
+      for await (const c of stream) chunks++;
+    } catch (e) {
+      error = String(e?.message ?? e);
+    }
+    let health = null;
+    for (let i = 0; i < 200; i++) {
+      health = (await raw('/health')).body;
+      if (health.slots_processing === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return {before, health, chunks, error, slots: await raw('/slots')};
   },
   async concurrent() {
     const all = await Promise.all(Array.from({length: 8}, () => streamChat()));

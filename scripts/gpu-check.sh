@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The CUDA backend's check on a GPU machine (issue 7), in one command:
+#   kernel tests, parity -ngl 99 against libllama (CPU) on synthetic llama /
+#   qwen2 / qwen3 models (F16, Q8_0, Q4_K_M) with a negative control that must
+#   fail, stories260K greedy 200 tokens, and strix bench -ngl 99 (tg128/pp512)
+#   of a Llama-3.2-1B-shaped Q4_K_M with the measured copy bandwidth.
+#
+# Usage: scripts/gpu-check.sh [--no-speed] [--8b]
+#   STRIX_BIN / STRIX_TEST_BIN: prebuilt binaries (else builds build-gpu/, Release, STRIX_CUDA=ON)
+#   STORIES:  stories260K.gguf (default ../shared/data/stories260K.gguf)
+#   VOCAB3:   a GGUF with Llama 3's vocabulary for the speed models (default: --vocab llama3_1)
+#   OUT:      where receipts go (default ./gpu-check-out); the summary is $OUT/summary.txt
+# Exit status: 0 when every check passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+speed=1
+big=0
+for a in "$@"; do
+  case "$a" in
+    --no-speed) speed=0 ;;
+    --8b) big=1 ;;
+    *) echo "unknown flag $a" >&2; exit 1 ;;
+  esac
+done
+OUT="${OUT:-$PWD/gpu-check-out}"
+mkdir -p "$OUT"
+work="${TMPDIR:-/tmp}/strix-gpu-check"
+mkdir -p "$work"
+summary="$OUT/summary.txt"
+: >"$summary"
+fails=0
+note() { echo "$*" | tee -a "$summary"; }
+check() {  # check NAME EXPECT(pass|fail) CMD...: runs CMD, logs to $OUT/log.txt, records the verdict
+  local name="$1" expect="$2"; shift 2
+  local t0=$SECONDS
+  "$@" >>"$OUT/log.txt" 2>&1
+  local rc=$?
+  local got=pass; [ $rc -ne 0 ] && got=fail
+  if [ "$got" = "$expect" ]; then note "ok    $name ($((SECONDS - t0)) s)"; else note "FAIL  $name (exit $rc, expected $expect)"; fails=$((fails + 1)); fi
+}
+
+if [ -z "${STRIX_BIN:-}" ]; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIX_CUDA=ON -DSTRIX_BENCH=OFF >>"$OUT/log.txt" 2>&1 &&
+    cmake --build build-gpu -j"$(nproc)" --target strix test_backend_cuda >>"$OUT/log.txt" 2>&1 || { note "FAIL  build"; exit 1; }
+  STRIX_BIN=build-gpu/strix
+  STRIX_TEST_BIN=build-gpu/tests/test_backend_cuda
+fi
+S="$STRIX_BIN"
+STORIES="${STORIES:-../shared/data/stories260K.gguf}"
+VOCAB3="${VOCAB3:-llama3_1}"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | sed 's/^/gpu: /' | tee -a "$summary"
+
+# ---- tests/backend_cuda: each kernel against a scalar CPU reference, CudaParity* ----
+if [ -n "${STRIX_TEST_BIN:-}" ]; then
+  check "kernel + parity tests (test_backend_cuda)" pass env STRIX_STORIES="$STORIES" "$STRIX_TEST_BIN" --gtest_brief=1
+fi
+
+# ---- parity -ngl 99 against libllama on the CPU ----
+small=(--layers 4 --embd 256 --heads 8 --kv-heads 4 --ff 768 --vocab "$STORIES")
+for arch in llama qwen2 qwen3; do
+  extra=()
+  [ "$arch" = qwen3 ] && extra=(--head-dim 64)
+  "$S" synth --arch "$arch" "${small[@]}" "${extra[@]}" --type f16 --seed 1 -o "$work/$arch-f16.gguf" >>"$OUT/log.txt" 2>&1
+  "$S" synth --arch "$arch" "${small[@]}" "${extra[@]}" --type q8_0 --seed 1 -o "$work/$arch-q8_0.gguf" >>"$OUT/log.txt" 2>&1
+  "$S" quantize "$work/$arch-f16.gguf" "$work/$arch-q4_k_m.gguf" Q4_K_M >>"$OUT/log.txt" 2>&1
+  for t in f16 q8_0 q4_k_m; do
+    check "parity -ngl 99 $arch $t (prefill, decode, mixed)" pass \
+      bash -o pipefail -c "'$S' parity -m '$work/$arch-$t.gguf' -ngl 99 --tokens 128 | tee -a '$OUT/parity.txt'"
+  done
+done
+# negative control: Strix runs a model with other weights (seed 2) than libllama's
+"$S" synth --arch llama "${small[@]}" --type f16 --seed 2 -o "$work/llama-f16-seed2.gguf" >>"$OUT/log.txt" 2>&1
+check "negative control: parity with other weights must FAIL" fail \
+  bash -o pipefail -c "'$S' parity -m '$work/llama-f16.gguf' --strix-model '$work/llama-f16-seed2.gguf' -ngl 99 --tokens 64 --mode decode | tee -a '$OUT/parity.txt'"
+
+# ---- a real model: stories260K greedy 200 tokens, token for token ----
+if [ -f "$STORIES" ]; then
+  check "stories260K greedy 200 tokens -ngl 99 = libllama" pass \
+    bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --greedy 200 | tee -a '$OUT/parity.txt'"
+  check "stories260K parity -ngl 99" pass bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --tokens 256 | tee -a '$OUT/parity.txt'"
+else
+  note "skip  stories260K ($STORIES absent)"
+fi
+
+# ---- speed: Llama-3.2-1B-shaped (and -3.1-8B-shaped) Q4_K_M ----
+if [ $speed = 1 ]; then
+  shape1b=(--arch llama --layers 16 --embd 2048 --heads 32 --kv-heads 8 --head-dim 64 --ff 8192 --tied-output)
+  "$S" synth "${shape1b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l1b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+    "$S" quantize "$work/l1b-f16.gguf" "$work/l1b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
+    rm -f "$work/l1b-f16.gguf"
+  check "bench -ngl 99 1B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l1b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-1b.json' | tee -a '$OUT/bench.txt'"
+  if [ $big = 1 ]; then
+    shape8b=(--arch llama --layers 32 --embd 4096 --heads 32 --kv-heads 8 --head-dim 128 --ff 14336)
+    "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l8b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+      "$S" quantize "$work/l8b-f16.gguf" "$work/l8b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
+      rm -f "$work/l8b-f16.gguf"
+    check "bench -ngl 99 8B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l8b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-8b.json' | tee -a '$OUT/bench.txt'"
+  fi
+fi
+
+note "---- $fails check(s) failed"
+cat "$OUT/parity.txt" 2>/dev/null | grep -E "^\s+(prefill|decode|mixed|greedy)|verdict" | tail -40
+cat "$OUT/bench.txt" 2>/dev/null
+[ $fails -eq 0 ]

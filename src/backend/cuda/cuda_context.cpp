@@ -1,0 +1,602 @@
+// The CUDA forward of the prenorm decoders (llama, qwen2, qwen3), step for
+// step the structure of graph::prenorm_decoder (src/graph/decoder.h) with
+// graph::self_attention and graph::gated_ffn, each op a kernel of
+// backend/cuda/kernels.h on one stream. Matrix products: the GEMV kernel for
+// up to 8 tokens, else the weight dequantized to f16 and cuBLAS (f32
+// accumulation); F32 weights go to cublasSgemm. Activations are first rounded
+// to each weight's CPU partner type (round_activations), as libllama's CPU
+// path multiplies them. A CUDA graph for one-token decode is opt-in
+// (STRIX_CUDA_GRAPHS=1, not yet run on a GPU); graphs per batch bucket are a
+// later step.
+#include "backend/cuda/cuda_context.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
+#include "core/error.h"
+
+namespace strix::cuda {
+
+namespace {
+
+constexpr int kGemvMaxTokens = 8;  // more tokens than this: dequantize + GEMM
+
+std::string path_of(const Model& m) { return m.path(); }
+
+// Weights by name (the architecture took exactly these).
+std::unordered_map<std::string, const Weight*> by_name(const Model& m) {
+  std::unordered_map<std::string, const Weight*> out;
+  for (const Weight& w : m.weights()) out[w.name] = &w;
+  return out;
+}
+
+}  // namespace
+
+bool available(std::string* why) { return device_available(why); }
+
+void check_model(const Model& m) {
+  const Hparams& hp = m.hparams();
+  const std::string& arch = hp.arch;
+  const std::string file = path_of(m);
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
+    throw Refusal(file + ": the CUDA backend runs llama, qwen2 and qwen3 so far, not " + arch + " (use -ngl 0)");
+  }
+  if (hp.n_expert > 0) throw Refusal(file + ": mixture of experts is not implemented on CUDA yet (use -ngl 0)");
+  if (hp.n_swa > 0) throw Refusal(file + ": sliding-window attention is not implemented on CUDA yet (use -ngl 0)");
+  if (hp.attn_sinks) throw Refusal(file + ": attention sinks are not implemented on CUDA yet (use -ngl 0)");
+  if (hp.head_dim_k > 512 || hp.head_dim_v > 256 || hp.head_dim_k % 2 || hp.head_dim_v % 2) {
+    throw Refusal(file + ": head sizes " + std::to_string(hp.head_dim_k) + "/" + std::to_string(hp.head_dim_v) +
+                  " are not run on CUDA yet");
+  }
+  if (hp.rope.mode != RopeMode::kNorm && hp.rope.mode != RopeMode::kNeox) {
+    throw Refusal(file + ": this RoPE mode is not implemented on CUDA yet");
+  }
+  for (const Weight& w : m.weights()) {
+    const bool vector = w.ne[1] == 1 && w.ne[2] == 1;
+    if (vector) {
+      if (w.type != GgmlType::F32) {
+        throw Refusal(file + ": tensor " + w.name + " is a " + type_name(static_cast<uint32_t>(w.type)) +
+                      " vector; the CUDA backend reads F32 vectors only");
+      }
+      continue;
+    }
+    if (const char* why = type_unsupported_reason(w.type, w.ne[0])) {
+      throw Refusal(file + ": tensor " + std::string(w.name) + " has type " + type_name(static_cast<uint32_t>(w.type)) +
+                    ": " + why + " (use -ngl 0)");
+    }
+  }
+}
+
+bool parse_ngl(std::string_view value, int64_t n_layer) {
+  if (value == "all") return true;
+  if (value == "auto") return available();
+  int64_t n = -1;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc() || p != value.data() + value.size() || n < 0) {
+    throw Error("-ngl: '" + std::string(value) + "' is not a layer count or 'all'");
+  }
+  if (n == 0) return false;
+  if (n >= n_layer + 1) return true;
+  throw Refusal("-ngl " + std::to_string(n) + ": partial offload (" + std::to_string(n) + " of " +
+                std::to_string(n_layer + 1) +
+                " layers incl. the output) is not implemented yet; use -ngl 99 (all) "
+                "or -ngl 0 (CPU)");
+}
+
+GpuInfo gpu_info(bool measure_bandwidth) {
+  Device dev;
+  GpuInfo g;
+  g.name = dev.name();
+  if (measure_bandwidth) g.copy_bytes_per_s = copy_bandwidth(dev, size_t{1} << 30, 20);
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+
+struct CudaContext::Impl {
+  struct Layer {
+    const float *attn_norm = nullptr, *ffn_norm = nullptr;
+    DevWeight wq, wk, wv, wqkv, wo, gate, up, down;
+    const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bqkv = nullptr, *bo = nullptr;
+    const float *q_norm = nullptr, *k_norm = nullptr;
+  };
+
+  const Model& model;
+  ContextOptions opts;
+  Device dev;
+  DevMem weights;  // every weight, 256-byte aligned
+  uint64_t weight_bytes = 0;
+  std::map<const uint8_t*, const uint8_t*> dev_of;  // host (mmap) data -> device copy
+  DevWeight tok_embd, output;
+  const float* output_norm = nullptr;
+  const float* rope_freqs = nullptr;
+  std::vector<Layer> layers;
+
+  // activations [n_ubatch, width]
+  DevMem x, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
+  DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
+  DevMem xr;        // activations rounded to a weight's partner type (round_activations)
+  DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
+  DevMem kcache, vcache;
+  int64_t seq_cap = 0;
+  int64_t wide = 0;
+
+  // The one-token forward (decode of one sequence, its logits) as a CUDA
+  // graph, captured on first use and replayed: one launch instead of ~12 a
+  // layer. Attention's score buffer is sized for the whole context there, so
+  // the same graph serves every position. Opt-in (STRIX_CUDA_GRAPHS=1) until
+  // it has been checked on a GPU: the plain path is the one parity verified.
+  cudaGraphExec_t decode_graph = nullptr;
+  bool use_graphs = false;
+
+  std::vector<int32_t> seq_len;
+  std::vector<int32_t> output_of, out_rows;
+  std::vector<float> logits;
+  int32_t n_outputs = 0;
+
+  Impl(const Model& m, const ContextOptions& o) : model(m), opts(o) {
+    check_model(m);
+    const Hparams& hp = m.hparams();
+    if (o.n_ubatch <= 0 || o.n_ctx <= 0 || o.n_seq_max <= 0) throw Error("CUDA context: bad n_ctx/n_ubatch/n_seq_max");
+    if (o.n_ctx > attention_max_cells(static_cast<int>(hp.head_dim_k))) {
+      throw Refusal("the CUDA attention runs at most " +
+                    std::to_string(attention_max_cells(static_cast<int>(hp.head_dim_k))) +
+                    " cells per sequence so far; lower -c");
+    }
+    upload();
+    bind();
+    allocate();
+    seq_len.assign(o.n_seq_max, 0);
+    const char* g = std::getenv("STRIX_CUDA_GRAPHS");
+    use_graphs = g && std::string(g) == "1";
+  }
+  ~Impl() {
+    if (decode_graph) cudaGraphExecDestroy(decode_graph);
+  }
+
+  void decode_one(const int32_t* d_ids, int ub) {
+    if (!decode_graph) {
+      cudaGraph_t g = nullptr;
+      check(cudaStreamBeginCapture(st(), cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      try {
+        forward(1, d_ids, d_ids + ub, d_ids + 2 * ub, d_ids + 3 * ub, 1, static_cast<int>(seq_cap));
+      } catch (...) {
+        cudaStreamEndCapture(st(), &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      check(cudaStreamEndCapture(st(), &g), "cudaStreamEndCapture");
+      const cudaError_t e = cudaGraphInstantiate(&decode_graph, g, 0);
+      cudaGraphDestroy(g);
+      check(e, "cudaGraphInstantiate");
+    }
+    check(cudaGraphLaunch(decode_graph, st()), "cudaGraphLaunch");
+  }
+
+  void upload() {
+    // one allocation for all weights; tied weights (same mmap data) once
+    std::map<const uint8_t*, size_t> offset;
+    size_t total = 0;
+    for (const Weight& w : model.weights()) {
+      if (offset.count(w.data)) continue;
+      offset[w.data] = total;
+      const size_t bytes = w.nb2 ? w.nb2 * static_cast<size_t>(w.ne[2]) : w.nb1 * static_cast<size_t>(w.ne[1]);
+      total += (bytes + 255) / 256 * 256;
+    }
+    weights = DevMem(total, "the model weights");
+    weight_bytes = total;
+    std::vector<std::pair<const uint8_t*, size_t>> sizes;
+    for (const Weight& w : model.weights()) {
+      const uint8_t* d = weights.as<uint8_t>() + offset.at(w.data);
+      if (dev_of.count(w.data)) continue;
+      dev_of[w.data] = d;
+      const size_t bytes = w.nb2 ? w.nb2 * static_cast<size_t>(w.ne[2]) : w.nb1 * static_cast<size_t>(w.ne[1]);
+      check(cudaMemcpy(const_cast<uint8_t*>(d), w.data, bytes, cudaMemcpyHostToDevice), "uploading the weights");
+    }
+  }
+
+  DevWeight dw(const Weight& w) const {
+    if (!w.present()) return {};
+    return {w.type, w.ne[0], w.ne[1], w.nb1, dev_of.at(w.data)};
+  }
+  const float* dv(const Weight* w) const { return w ? reinterpret_cast<const float*>(dev_of.at(w->data)) : nullptr; }
+
+  void bind() {
+    const Hparams& hp = model.hparams();
+    const auto names = by_name(model);
+    auto get = [&](const std::string& n) -> const Weight* {
+      const auto it = names.find(n);
+      return it == names.end() ? nullptr : it->second;
+    };
+    auto need = [&](const std::string& n) -> const Weight& {
+      const Weight* w = get(n);
+      if (!w) throw Error(model.path() + ": the CUDA forward expected tensor " + n);
+      return *w;
+    };
+    tok_embd = dw(need("token_embd.weight"));
+    const Weight* out = get("output.weight");
+    output = dw(out ? *out : need("token_embd.weight"));
+    output_norm = dv(&need("output_norm.weight"));
+    rope_freqs = dv(get("rope_freqs.weight"));
+    layers.resize(hp.n_layer);
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const std::string p = "blk." + std::to_string(il) + ".";
+      Layer& L = layers[il];
+      L.attn_norm = dv(&need(p + "attn_norm.weight"));
+      L.ffn_norm = dv(&need(p + "ffn_norm.weight"));
+      if (const Weight* w = get(p + "attn_qkv.weight")) {
+        L.wqkv = dw(*w);
+        L.bqkv = dv(get(p + "attn_qkv.bias"));
+      } else {
+        L.wq = dw(need(p + "attn_q.weight"));
+        L.wk = dw(need(p + "attn_k.weight"));
+        L.wv = dw(need(p + "attn_v.weight"));
+        L.bq = dv(get(p + "attn_q.bias"));
+        L.bk = dv(get(p + "attn_k.bias"));
+        L.bv = dv(get(p + "attn_v.bias"));
+      }
+      L.wo = dw(need(p + "attn_output.weight"));
+      L.bo = dv(get(p + "attn_output.bias"));
+      L.q_norm = dv(get(p + "attn_q_norm.weight"));
+      L.k_norm = dv(get(p + "attn_k_norm.weight"));
+      L.gate = dw(need(p + "ffn_gate.weight"));
+      L.up = dw(need(p + "ffn_up.weight"));
+      L.down = dw(need(p + "ffn_down.weight"));
+    }
+  }
+
+  void allocate() {
+    const Hparams& hp = model.hparams();
+    const int64_t ub = opts.n_ubatch;
+    const int64_t qkv_w = hp.q_dim() + hp.k_dim() + hp.v_dim();
+    const int64_t att_w = hp.n_head * hp.head_dim_v;
+    wide = std::max({hp.n_embd, hp.q_dim(), att_w, hp.n_ff});
+    int64_t max_ne0 = 0, max_w = 0;
+    for (const Weight& w : model.weights()) {
+      if (w.ne[1] <= 1) continue;
+      max_ne0 = std::max(max_ne0, w.ne[0]);
+      if (w.type != GgmlType::F32) max_w = std::max(max_w, w.ne[0] * w.ne[1]);
+    }
+    auto f32 = [&](int64_t width, const char* what) { return DevMem(sizeof(float) * ub * width, what); };
+    x = f32(hp.n_embd, "the residual stream");
+    cur = f32(wide, "activations");
+    qkv = f32(qkv_w, "q/k/v activations");
+    k = f32(hp.k_dim(), "k activations");
+    v = f32(hp.v_dim(), "v activations");
+    att = f32(att_w, "attention output");
+    ff_a = f32(hp.n_ff, "feed-forward activations");
+    ff_b = f32(hp.n_ff, "feed-forward activations");
+    tmp = f32(hp.n_embd, "activations");
+    logits_dev = f32(hp.n_vocab, "the logits");
+    ids = DevMem(sizeof(int32_t) * 4 * ub, "batch ids");
+    xr = DevMem(sizeof(float) * ub * std::max<int64_t>(max_ne0, 1), "rounded activations");
+    if (ub > kGemvMaxTokens) {
+      w16 = DevMem(sizeof(uint16_t) * std::max<int64_t>(max_w, 1), "the f16 weight scratch of the prefill GEMM");
+      x16 = DevMem(sizeof(uint16_t) * ub * max_ne0, "the f16 activation scratch of the prefill GEMM");
+    }
+    seq_cap = opts.n_ctx;
+    const size_t cells = static_cast<size_t>(hp.n_layer) * opts.n_seq_max * seq_cap;
+    kcache = DevMem(sizeof(uint16_t) * cells * hp.k_dim(), "the K cache");
+    vcache = DevMem(sizeof(uint16_t) * cells * hp.v_dim(), "the V cache");
+  }
+
+  cudaStream_t st() const { return dev.stream(); }
+  float* F(const DevMem& m) const { return m.as<float>(); }
+
+  KvLayout kv_layer(int64_t il) const {
+    const Hparams& hp = model.hparams();
+    const size_t per = static_cast<size_t>(opts.n_seq_max) * seq_cap;
+    return {kcache.as<uint16_t>() + il * per * hp.k_dim(), vcache.as<uint16_t>() + il * per * hp.v_dim(), hp.k_dim(),
+            hp.v_dim(), seq_cap};
+  }
+
+  // Which rounding a weight type's activations get (round_activations): types
+  // of one class share one rounded copy (q/k/v, gate/up).
+  static int act_class(GgmlType t) {
+    switch (t) {
+      case GgmlType::F32:
+        return 0;
+      case GgmlType::F16:
+        return 1;
+      case GgmlType::Q8_0:
+        return 2;
+      default:
+        return 3;  // Q4_K, Q6_K: Q8_K
+    }
+  }
+  struct Act {
+    const float* p;
+    int64_t stride;
+  };
+  Act rounded(GgmlType t, const float* in, int64_t in_stride, int n, int64_t width) {
+    if (round_activations(t, in, in_stride, n, width, F(xr), width, st())) return {F(xr), width};
+    return {in, in_stride};
+  }
+
+  void matmul_act(const DevWeight& w, Act a, int n, float* y, int64_t y_stride, const float* bias) {
+    if (n == 0) return;
+    if (n <= kGemvMaxTokens) {
+      gemv(w, a.p, a.stride, n, y, y_stride, st());
+    } else if (w.type == GgmlType::F32) {
+      const float one = 1.0f, zero = 0.0f;
+      check_blas(cublasSgemm(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.ne1), n, static_cast<int>(w.ne0),
+                             &one, reinterpret_cast<const float*>(w.data), static_cast<int>(w.nb1 / sizeof(float)), a.p,
+                             static_cast<int>(a.stride), &zero, y, static_cast<int>(y_stride)),
+                 "cublasSgemm");
+    } else {
+      dequant_f16(w, w16.as<uint16_t>(), st());
+      to_f16(a.p, a.stride, n, w.ne0, x16.as<uint16_t>(), st());
+      const float one = 1.0f, zero = 0.0f;
+      check_blas(
+          cublasGemmEx(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.ne1), n, static_cast<int>(w.ne0), &one,
+                       w16.as(), CUDA_R_16F, static_cast<int>(w.ne0), x16.as(), CUDA_R_16F, static_cast<int>(w.ne0),
+                       &zero, y, CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
+    }
+    if (bias) add_bias(y, y_stride, bias, n, w.ne1, st());
+  }
+
+  void matmul(const DevWeight& w, const float* in, int64_t in_stride, int n, float* y, int64_t y_stride,
+              const float* bias) {
+    if (n == 0) return;
+    matmul_act(w, rounded(w.type, in, in_stride, n, w.ne0), n, y, y_stride, bias);
+  }
+
+  // Several products of one input: rounded once when the weights share a class and a row length.
+  struct Out {
+    const DevWeight* w;
+    float* y;
+    int64_t y_stride;
+    const float* bias;
+  };
+  void matmul_group(std::initializer_list<Out> outs, const float* in, int64_t in_stride, int n) {
+    const Out& first = *outs.begin();
+    bool shared = true;
+    for (const Out& o : outs) {
+      shared = shared && act_class(o.w->type) == act_class(first.w->type) && o.w->ne0 == first.w->ne0;
+    }
+    if (!shared) {
+      for (const Out& o : outs) matmul(*o.w, in, in_stride, n, o.y, o.y_stride, o.bias);
+      return;
+    }
+    const Act a = rounded(first.w->type, in, in_stride, n, first.w->ne0);
+    for (const Out& o : outs) matmul_act(*o.w, a, n, o.y, o.y_stride, o.bias);
+  }
+
+  // graph::self_attention: cur (normed) -> cur
+  void attention_block(int64_t il, int n, const int32_t* d_pos, const int32_t* d_seq, int max_cells) {
+    const Hparams& hp = model.hparams();
+    const Layer& L = layers[il];
+    const int64_t d = hp.n_embd, hd = hp.head_dim_k, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
+    float *q, *kk, *vv;
+    int64_t qs, ks, vs;
+    if (L.wqkv.data) {
+      const int64_t width = qd + kd + vd;
+      matmul(L.wqkv, F(cur), d, n, F(qkv), width, L.bqkv);
+      if (L.q_norm) {
+        // per-head norms need packed heads: unpack [q | k | v] rows (as qwen3.cpp's fused path)
+        const size_t fs = sizeof(float);
+        check(cudaMemcpy2DAsync(F(att), qd * fs, F(qkv), width * fs, qd * fs, n, cudaMemcpyDeviceToDevice, st()),
+              "unpacking q");
+        check(cudaMemcpy2DAsync(F(k), kd * fs, F(qkv) + qd, width * fs, kd * fs, n, cudaMemcpyDeviceToDevice, st()),
+              "unpacking k");
+        check(
+            cudaMemcpy2DAsync(F(v), vd * fs, F(qkv) + qd + kd, width * fs, vd * fs, n, cudaMemcpyDeviceToDevice, st()),
+            "unpacking v");
+        check(cudaMemcpyAsync(F(qkv), F(att), qd * fs * n, cudaMemcpyDeviceToDevice, st()), "unpacking q");
+        q = F(qkv), kk = F(k), vv = F(v);
+        qs = qd, ks = kd, vs = vd;
+      } else {
+        q = F(qkv), kk = F(qkv) + qd, vv = F(qkv) + qd + kd;
+        qs = ks = vs = width;
+      }
+    } else {
+      matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, F(cur), d, n);
+      q = F(qkv), kk = F(k), vv = F(v);
+      qs = qd, ks = kd, vs = vd;
+    }
+    if (L.q_norm) {
+      rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
+      rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
+    }
+    rope(q, n, hp.n_head, hd, qs, d_pos, hp.rope, rope_freqs, st());
+    rope(kk, n, hp.n_head_kv, hd, ks, d_pos, hp.rope, rope_freqs, st());
+    const KvLayout kv = kv_layer(il);
+    kv_store(kv, kk, ks, vv, vs, n, d_pos, d_seq, st());
+    AttnArgs a;
+    a.q = q;
+    a.q_stride = qs;
+    a.pos = d_pos;
+    a.seq = d_seq;
+    a.n_tokens = n;
+    a.n_head = static_cast<int>(hp.n_head);
+    a.n_head_kv = static_cast<int>(hp.n_head_kv);
+    a.head_dim_k = static_cast<int>(hp.head_dim_k);
+    a.head_dim_v = static_cast<int>(hp.head_dim_v);
+    a.kq_scale = hp.kq_scale;
+    a.max_cells = max_cells;
+    a.out = F(att);
+    a.out_stride = hp.n_head * hp.head_dim_v;
+    attention(kv, a, st());
+    matmul(L.wo, F(att), a.out_stride, n, F(cur), d, L.bo);
+  }
+
+  // graph::gated_ffn with SiLU: cur (normed) -> cur
+  void ffn_block(int64_t il, int n) {
+    const Hparams& hp = model.hparams();
+    const Layer& L = layers[il];
+    const int64_t ff = L.gate.ne1;
+    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, F(cur), hp.n_embd, n);
+    swiglu(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
+    matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
+  }
+
+  // graph::prenorm_decoder for one micro-batch; logits of its outputs land in
+  // logits_dev rows [0, n_out).
+  void forward(int n, const int32_t* d_tok, const int32_t* d_pos, const int32_t* d_seq, const int32_t* d_out, int n_out,
+               int max_cells) {
+    const Hparams& hp = model.hparams();
+    const int64_t d = hp.n_embd;
+    get_rows(tok_embd, d_tok, n, F(x), d, st());
+    rms_norm(F(x), n, d, d, F(cur), d, layers[0].attn_norm, hp.norm_eps, st());
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      attention_block(il, n, d_pos, d_seq, max_cells);
+      if (il == hp.n_layer - 1 && n_out < n) {
+        if (n_out == 0) return;  // no row of this micro-batch wants logits (its KV is written)
+        const size_t bytes = sizeof(float) * d * n_out;
+        gather_rows(F(x), d, d, d_out, n_out, F(tmp), st());
+        check(cudaMemcpyAsync(F(x), F(tmp), bytes, cudaMemcpyDeviceToDevice, st()), "gathering output rows");
+        gather_rows(F(cur), d, d, d_out, n_out, F(tmp), st());
+        check(cudaMemcpyAsync(F(cur), F(tmp), bytes, cudaMemcpyDeviceToDevice, st()), "gathering output rows");
+        n = n_out;
+      }
+      add_rms_norm(F(x), F(cur), F(cur), n, d, layers[il].ffn_norm, hp.norm_eps, st());
+      ffn_block(il, n);
+      if (il + 1 < hp.n_layer) {
+        add_rms_norm(F(x), F(cur), F(cur), n, d, layers[il + 1].attn_norm, hp.norm_eps, st());
+      } else {
+        add(F(x), F(cur), F(x), n, d, st());
+      }
+    }
+    rms_norm(F(x), n, d, d, F(cur), d, output_norm, hp.norm_eps, st());
+    matmul(output, F(cur), d, n, F(logits_dev), hp.n_vocab, nullptr);
+  }
+
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+              std::span<const uint8_t> want) {
+    const size_t n = tokens.size();
+    if (n == 0) throw Error("decode: empty batch");
+    if (pos.size() != n || seq.size() != n || (!want.empty() && want.size() != n)) {
+      throw Error("decode: tokens, positions, sequence ids and logit flags differ in length");
+    }
+    const int64_t n_vocab = model.hparams().n_vocab;
+    std::vector<int32_t> next = seq_len;
+    for (size_t i = 0; i < n; ++i) {
+      if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+        throw Error("decode: token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                    std::to_string(n_vocab - 1) + ")");
+      }
+      if (seq[i] < 0 || seq[i] >= opts.n_seq_max) {
+        throw Error("decode: sequence id " + std::to_string(seq[i]) + " is outside 0.." +
+                    std::to_string(opts.n_seq_max - 1));
+      }
+      if (pos[i] != next[seq[i]]) {
+        throw Error("decode: sequence " + std::to_string(seq[i]) + " continues at position " +
+                    std::to_string(next[seq[i]]) + ", the batch gives " + std::to_string(pos[i]));
+      }
+      ++next[seq[i]];
+    }
+    for (int s = 0; s < opts.n_seq_max; ++s) {
+      if (next[s] > seq_cap) {
+        throw Error("the context is full: sequence " + std::to_string(s) + " would hold " + std::to_string(next[s]) +
+                    " tokens, the context size is " + std::to_string(seq_cap) + " (raise -c)");
+      }
+    }
+    output_of.assign(n, -1);
+    out_rows.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (want.empty() ? (i + 1 == n) : want[i] != 0) {
+        output_of[i] = static_cast<int32_t>(out_rows.size());
+        out_rows.push_back(static_cast<int32_t>(i));
+      }
+    }
+    n_outputs = static_cast<int32_t>(out_rows.size());
+    logits.resize(static_cast<size_t>(n_outputs) * n_vocab);
+
+    const int ub = static_cast<int>(opts.n_ubatch);
+    int32_t* d_ids = ids.as<int32_t>();
+    std::vector<int32_t> out_ids;
+    for (size_t first = 0; first < n; first += ub) {
+      const int count = static_cast<int>(std::min<size_t>(ub, n - first));
+      out_ids.clear();
+      int32_t first_out = -1;
+      int max_cells = 0;
+      for (int i = 0; i < count; ++i) {
+        max_cells = std::max(max_cells, pos[first + i] + 1);
+        if (output_of[first + i] >= 0) {
+          if (first_out < 0) first_out = output_of[first + i];
+          out_ids.push_back(i);
+        }
+      }
+      const size_t b = sizeof(int32_t) * count;
+      check(cudaMemcpyAsync(d_ids, tokens.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading tokens");
+      check(cudaMemcpyAsync(d_ids + ub, pos.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading positions");
+      check(cudaMemcpyAsync(d_ids + 2 * ub, seq.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading seq ids");
+      if (!out_ids.empty()) {
+        check(cudaMemcpyAsync(d_ids + 3 * ub, out_ids.data(), sizeof(int32_t) * out_ids.size(), cudaMemcpyHostToDevice,
+                              st()),
+              "uploading output ids");
+      }
+      if (use_graphs && count == 1 && out_ids.size() == 1) {
+        decode_one(d_ids, ub);
+      } else {
+        forward(count, d_ids, d_ids + ub, d_ids + 2 * ub, d_ids + 3 * ub, static_cast<int>(out_ids.size()), max_cells);
+      }
+      if (!out_ids.empty()) {
+        check(cudaMemcpyAsync(logits.data() + static_cast<size_t>(first_out) * n_vocab, F(logits_dev),
+                              sizeof(float) * out_ids.size() * n_vocab, cudaMemcpyDeviceToHost, st()),
+              "downloading logits");
+      }
+      // the host vectors above (out_ids, the batch spans) must outlive the copies
+      dev.sync("the CUDA forward pass");
+    }
+    seq_len = next;
+  }
+};
+
+CudaContext::CudaContext(const Model& model, const ContextOptions& opts) : impl_(std::make_unique<Impl>(model, opts)) {}
+CudaContext::~CudaContext() = default;
+
+void CudaContext::decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                         std::span<const uint8_t> want) {
+  impl_->decode(tokens, pos, seq, want);
+}
+
+void CudaContext::decode_seq(std::span<const int32_t> tokens, int seq, bool all_logits) {
+  std::vector<int32_t> pos(tokens.size()), seqs(tokens.size(), seq);
+  const int32_t p0 = seq_len(seq);
+  for (size_t i = 0; i < tokens.size(); ++i) pos[i] = p0 + static_cast<int32_t>(i);
+  std::vector<uint8_t> want;
+  if (all_logits) want.assign(tokens.size(), 1);
+  decode(tokens, pos, seqs, want);
+}
+
+std::span<const float> CudaContext::logits(int32_t i) const {
+  const int64_t n_vocab = impl_->model.hparams().n_vocab;
+  int32_t row = -1;
+  if (i < 0) {
+    row = impl_->n_outputs + i;
+  } else if (static_cast<size_t>(i) < impl_->output_of.size()) {
+    row = impl_->output_of[i];
+  }
+  if (row < 0 || row >= impl_->n_outputs) throw Error("logits: batch index " + std::to_string(i) + " has no output");
+  return {impl_->logits.data() + static_cast<size_t>(row) * n_vocab, static_cast<size_t>(n_vocab)};
+}
+
+void CudaContext::clear() { std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0); }
+
+void CudaContext::seq_truncate(int seq, int32_t p0) {
+  if (seq < 0 || seq >= impl_->opts.n_seq_max) throw Error("seq_truncate: sequence id out of range");
+  impl_->seq_len[seq] = std::min(impl_->seq_len[seq], std::max<int32_t>(p0, 0));
+}
+
+int32_t CudaContext::seq_len(int seq) const {
+  if (seq < 0 || seq >= impl_->opts.n_seq_max) throw Error("seq_len: sequence id out of range");
+  return impl_->seq_len[seq];
+}
+
+const Model& CudaContext::model() const { return impl_->model; }
+int64_t CudaContext::n_vocab() const { return impl_->model.hparams().n_vocab; }
+std::string CudaContext::device_name() const { return impl_->dev.name(); }
+uint64_t CudaContext::weight_bytes() const { return impl_->weight_bytes; }
+
+}  // namespace strix::cuda

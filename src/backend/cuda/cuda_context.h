@@ -1,0 +1,78 @@
+// The CUDA inference context: the Context of src/runtime/context.h (same
+// decode / logits contract) with the model's weights uploaded once to the GPU
+// and the whole forward pass run there (full offload, -ngl 99 / all).
+//
+//   cuda::check_model(*model);                 // Refusal naming what does not run
+//   cuda::CudaContext ctx(*model, {.n_ctx = 4096});
+//   ctx.decode(tokens, positions, seq_ids, want_logits);
+//   std::span<const float> row = ctx.logits(i);
+//
+// Runs the prenorm decoders llama (with rope_freqs), qwen2 and qwen3 (QK norm)
+// with weights F32, F16, Q8_0, Q4_K and Q6_K; anything else is refused by name.
+// The KV cache is f16, not paged yet: each sequence gets n_ctx cells.
+// This header has no CUDA types, so it also builds with STRIX_CUDA=OFF, where
+// every entry point refuses (cuda_off.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "models/model.h"
+#include "runtime/context.h"
+
+namespace strix::cuda {
+
+// Whether this build has the CUDA backend and a GPU is usable; `why` says why not.
+bool available(std::string* why = nullptr);
+
+// Throws Refusal naming the architecture, feature or weight type (and tensor)
+// the CUDA forward does not run.
+void check_model(const Model& model);
+
+// -ngl VALUE: how many layers go to the GPU. Returns true for full offload
+// ("all" or a count >= n_layer + 1, e.g. 99), false for 0 (CPU); "auto" (the
+// CLI's default, as llama.cpp's): true when a GPU is usable, else false. A
+// partial count is refused ("not implemented yet"), a bad value is an Error.
+// Builds without the backend answer false for "0" / "auto" and refuse the rest.
+bool parse_ngl(std::string_view value, int64_t n_layer);
+
+class CudaContext {
+ public:
+  CudaContext(const Model& model, const ContextOptions& opts);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  // As Context::decode / decode_seq / logits.
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+              std::span<const uint8_t> want_logits = {});
+  void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
+  std::span<const float> logits(int32_t i) const;
+
+  void clear();
+  void seq_truncate(int seq, int32_t p0);
+  int32_t seq_len(int seq) const;
+
+  const Model& model() const;
+  int64_t n_vocab() const;
+  std::string device_name() const;
+  uint64_t weight_bytes() const;  // uploaded to the GPU
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The GPU's name and its device-to-device copy bandwidth (bytes read + bytes
+// written per second, median of timed 1 GiB copies): the memory-bandwidth
+// ceiling that decode speed is reported against.
+struct GpuInfo {
+  std::string name;
+  double copy_bytes_per_s = 0;
+};
+GpuInfo gpu_info(bool measure_bandwidth);
+
+}  // namespace strix::cuda

@@ -1,0 +1,46 @@
+// The CUDA entry points of a build without the CUDA backend (STRIX_CUDA=OFF,
+// e.g. no toolkit, or the sanitizer build): each refuses, naming the option.
+#include <string>
+
+#include "backend/cuda/cuda_context.h"
+#include "core/error.h"
+
+namespace strix::cuda {
+
+namespace {
+constexpr const char* kOff =
+    "this strix was built without the CUDA backend (configure with -DSTRIX_CUDA=ON and a CUDA toolkit)";
+[[noreturn]] void refuse() { throw Refusal(kOff); }
+}  // namespace
+
+struct CudaContext::Impl {};
+
+bool available(std::string* why) {
+  if (why) *why = kOff;
+  return false;
+}
+void check_model(const Model&) { refuse(); }
+
+bool parse_ngl(std::string_view value, int64_t) {
+  if (value == "0" || value == "auto") return false;
+  refuse();
+}
+
+CudaContext::CudaContext(const Model&, const ContextOptions&) { refuse(); }
+CudaContext::~CudaContext() = default;
+void CudaContext::decode(std::span<const int32_t>, std::span<const int32_t>, std::span<const int32_t>,
+                         std::span<const uint8_t>) {
+  refuse();
+}
+void CudaContext::decode_seq(std::span<const int32_t>, int, bool) { refuse(); }
+std::span<const float> CudaContext::logits(int32_t) const { refuse(); }
+void CudaContext::clear() { refuse(); }
+void CudaContext::seq_truncate(int, int32_t) { refuse(); }
+int32_t CudaContext::seq_len(int) const { refuse(); }
+const Model& CudaContext::model() const { refuse(); }
+int64_t CudaContext::n_vocab() const { refuse(); }
+std::string CudaContext::device_name() const { refuse(); }
+uint64_t CudaContext::weight_bytes() const { refuse(); }
+GpuInfo gpu_info(bool) { refuse(); }
+
+}  // namespace strix::cuda

@@ -1,0 +1,101 @@
+// The CUDA kernels of the decoder forward pass, as host functions that launch
+// on a stream (src/backend/cuda/*.cu, one file per op family). Every pointer
+// is device memory; activations are f32 rows (token-major, row strides in
+// floats), the KV cache is f16 [seq][cell][dim] per layer. Each launcher
+// checks the launch and throws strix::Error naming the kernel.
+//
+// The arithmetic follows the CPU ops (src/ops/cpu_ops.cpp) where it decides
+// rounding that libllama also does: q rounded to f16 before q·K, softmax
+// probabilities rounded to f16 before P·V, RoPE angles by repeated
+// multiplication and fma rotations, RMS sums in double.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "models/hparams.h"
+#include "quant/types.h"
+
+namespace strix::cuda {
+
+// A weight matrix in device memory: ne1 rows of ne0 elements, nb1 bytes apart.
+struct DevWeight {
+  GgmlType type = GgmlType::F32;
+  int64_t ne0 = 0, ne1 = 0;
+  size_t nb1 = 0;
+  const uint8_t* data = nullptr;
+};
+
+// The types the CUDA kernels read (GEMV, row lookup, dequantize): F32, F16,
+// Q8_0, Q4_K, Q6_K. Others are refused by name before anything runs.
+bool type_supported(GgmlType t);
+// Why `t` with rows of `ne0` cannot run, or empty.
+const char* type_unsupported_reason(GgmlType t, int64_t ne0);
+
+// out[t] = dequantized row ids[t] of w.
+void get_rows(const DevWeight& w, const int32_t* ids, int n, float* out, int64_t out_stride, cudaStream_t st);
+
+// y[t][r] = dot(row r of w, x[t]) for t < n (any n; columns go 8 at a time).
+void gemv(const DevWeight& w, const float* x, int64_t x_stride, int n, float* y, int64_t y_stride, cudaStream_t st);
+// out[r][i] = half(dequantized w[r][i]) for the whole matrix (for the GEMM path).
+void dequant_f16(const DevWeight& w, uint16_t* out, cudaStream_t st);
+// The activations libllama's CPU path multiplies weights of type `wtype` with:
+// x converted to the weight's vec_dot partner (F16: half; Q8_0: Q8_0 blocks;
+// Q4_K/Q6_K: Q8_K blocks) and back to floats into `out`. Returns false (and
+// writes nothing) for F32 weights, whose partner is F32 itself.
+bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, float* out,
+                       int64_t out_stride, cudaStream_t st);
+// out[t][i] = half(x[t][i]), packed rows of `width`.
+void to_f16(const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out, cudaStream_t st);
+
+// RMS norm of rows (times w when not null), as ops::rms_norm.
+void rms_norm(const float* x, int64_t rows, int64_t dim, int64_t x_stride, float* out, int64_t out_stride,
+              const float* w, float eps, cudaStream_t st);
+// x += y; out = rms_norm(x) * w (packed rows of dim), as ops::add_rms_norm.
+void add_rms_norm(float* x, const float* y, float* out, int n, int64_t dim, const float* w, float eps, cudaStream_t st);
+// out = a + b (packed rows of width).
+void add(const float* a, const float* b, float* out, int n, int64_t width, cudaStream_t st);
+// y[t][i] += bias[i].
+void add_bias(float* y, int64_t y_stride, const float* bias, int n, int64_t width, cudaStream_t st);
+// out = silu(gate) * up, as the CPU's vec_ops swiglu.
+void swiglu(const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, float* out, int64_t out_stride,
+            int n, int64_t width, cudaStream_t st);
+// dst[i] = src[ids[i]] (rows of width, both with `stride`).
+void gather_rows(const float* src, int64_t stride, int64_t width, const int32_t* ids, int m, float* dst,
+                 cudaStream_t st);
+
+// RoPE in place on n tokens of n_heads heads (llama.cpp NORM or NEOX mode,
+// YaRN as ops::rope); freq_factors (device, n_rot/2) may be null.
+void rope(float* x, int n, int64_t n_heads, int64_t head_dim, int64_t stride, const int32_t* pos, const RopeParams& rp,
+          const float* freq_factors, cudaStream_t st);
+
+struct KvLayout {
+  uint16_t* k = nullptr;  // this layer's K: [n_seq][seq_cap][k_dim] halves
+  uint16_t* v = nullptr;
+  int64_t k_dim = 0, v_dim = 0;
+  int64_t seq_cap = 0;  // cells per sequence
+};
+// Stores k, v rows (rounded to f16) at (seq[t], pos[t]).
+void kv_store(const KvLayout& kv, const float* k, int64_t k_stride, const float* v, int64_t v_stride, int n,
+              const int32_t* pos, const int32_t* seq, cudaStream_t st);
+
+struct AttnArgs {
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  const int32_t* pos = nullptr;  // per token: attends cells [0, pos]
+  const int32_t* seq = nullptr;
+  int n_tokens = 0;
+  int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+  float kq_scale = 1.0f;
+  int max_cells = 0;  // largest pos + 1 of the batch (sizes the score buffer)
+  float* out = nullptr;
+  int64_t out_stride = 0;
+};
+// Causal attention of each token over its sequence's cached cells (one query
+// per (token, head); decode is the one-token case).
+void attention(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);
+// The most cells per sequence attention() takes (shared memory of one block).
+int attention_max_cells(int head_dim_v);
+
+}  // namespace strix::cuda

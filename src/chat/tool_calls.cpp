@@ -1,0 +1,201 @@
+#include "chat/tool_calls.h"
+
+#include "chat/tool_scan.h"
+#include "core/error.h"
+
+namespace strix::chat {
+
+using detail::MessageBuilder;
+
+const char* tool_format_name(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::kNone:
+      return "none";
+    case ToolFormat::kGeneric:
+      return "generic";
+    case ToolFormat::kHermes:
+      return "hermes";
+    case ToolFormat::kLlama3Json:
+      return "llama3-json";
+    case ToolFormat::kMistral:
+      return "mistral";
+    case ToolFormat::kDeepSeekV3:
+      return "deepseek-v3";
+    case ToolFormat::kHarmony:
+      return "harmony";
+    case ToolFormat::kGemma:
+      return "gemma";
+  }
+  return "unknown";
+}
+
+// The markers llama.cpp's common_chat_templates_apply_jinja looks for in the
+// template source, in its order (gpt-oss's channel marker first, as later
+// llama.cpp versions check it before the others).
+ToolFormat detect_tool_format(std::string_view src) {
+  auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
+  if (has("<|channel|>")) return ToolFormat::kHarmony;
+  if (has("<｜tool▁calls▁begin｜>")) return ToolFormat::kDeepSeekV3;
+  if (has("<tool_call>")) return ToolFormat::kHermes;
+  if (has("<|start_header_id|>ipython<|end_header_id|>")) return ToolFormat::kLlama3Json;
+  if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
+  // A template that renders tools or tool calls but has no syntax of its own
+  // gets llama.cpp's generic JSON format; one that never mentions them has no
+  // tool support at all.
+  if (has("tools") || has("tool_calls")) return ToolFormat::kGeneric;
+  return ToolFormat::kNone;
+}
+
+std::vector<std::string> tool_format_markers(ToolFormat f) {
+  switch (f) {
+    case ToolFormat::kNone:
+    case ToolFormat::kGeneric:
+      return {"<think>", "</think>"};
+    case ToolFormat::kHermes:
+      return {"<think>", "</think>", "<tool_call>", "</tool_call>", "<function=", "</function>"};
+    case ToolFormat::kLlama3Json:
+      return {"<|python_tag|>"};
+    case ToolFormat::kMistral:
+      return {"[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "<think>", "</think>"};
+    case ToolFormat::kDeepSeekV3:
+      return {"<think>",
+              "</think>",
+              "<｜tool▁calls▁begin｜>",
+              "<｜tool▁call▁begin｜>",
+              "<｜tool▁sep｜>",
+              "<｜tool▁call▁end｜>",
+              "<｜tool▁calls▁end｜>"};
+    case ToolFormat::kHarmony:
+      return {"<|channel|>", "<|constrain|>", "<|message|>", "<|start|>", "<|end|>"};
+    case ToolFormat::kGemma:
+      return {};
+  }
+  return {};
+}
+
+bool prompt_opens_thinking(std::string_view prompt) {
+  const std::string_view p = detail::rtrim(prompt);
+  return p.size() >= 7 && p.substr(p.size() - 7) == "<think>";
+}
+
+std::vector<std::string> tool_format_extra_stops(ToolFormat f) {
+  if (f == ToolFormat::kLlama3Json) return {"<|eom_id|>"};
+  return {};
+}
+
+namespace {
+
+ParsedMessage parse_impl(std::string_view text, const ParseOptions& opts, bool partial) {
+  MessageBuilder out(partial);
+  if (opts.format == ToolFormat::kGemma) {
+    throw Refusal("parsing Gemma tool calls (```tool_code blocks) is not implemented");
+  }
+  if (opts.format == ToolFormat::kHarmony) {
+    detail::parse_harmony(text, opts, out);
+    return out.finish();
+  }
+  const size_t rest = detail::parse_think_block(text, opts, out);
+  const std::string_view body = text.substr(rest);
+  if (!opts.parse_tool_calls) {
+    out.add_content(body);
+    return out.finish();
+  }
+  switch (opts.format) {
+    case ToolFormat::kNone:
+      out.add_content(body);
+      break;
+    case ToolFormat::kGeneric:
+      detail::parse_generic(body, out);
+      break;
+    case ToolFormat::kHermes:
+      detail::parse_hermes(body, out);
+      break;
+    case ToolFormat::kLlama3Json:
+      detail::parse_llama3(body, out);
+      break;
+    case ToolFormat::kMistral:
+      detail::parse_mistral(body, out);
+      break;
+    case ToolFormat::kDeepSeekV3:
+      detail::parse_deepseek(body, out);
+      break;
+    case ToolFormat::kHarmony:
+    case ToolFormat::kGemma:
+      break;
+  }
+  return out.finish();
+}
+
+// The part of `now` past `before`; empty when `now` does not extend it (the
+// parsers are built so that this does not happen).
+std::string extension(const std::string& before, const std::string& now) {
+  if (now.size() <= before.size() || now.compare(0, before.size(), before) != 0) return "";
+  return now.substr(before.size());
+}
+
+}  // namespace
+
+ParsedMessage parse_reply(std::string_view text, const ParseOptions& opts) {
+  ParsedMessage m = parse_impl(text, opts, /*partial=*/false);
+  for (ToolCall& c : m.tool_calls) {
+    if (c.id.empty()) c.id = detail::generate_tool_call_id(opts.format);
+  }
+  return m;
+}
+
+struct StreamParser::Impl {
+  ParseOptions opts;
+  std::string text;
+  ParsedMessage emitted;
+  bool finished = false;
+
+  std::vector<StreamDelta> advance(bool partial) {
+    const ParsedMessage now = parse_impl(text, opts, partial);
+    std::vector<StreamDelta> out;
+    if (std::string d = extension(emitted.reasoning_content, now.reasoning_content); !d.empty()) {
+      emitted.reasoning_content += d;
+      StreamDelta delta;
+      delta.reasoning_content = std::move(d);
+      out.push_back(std::move(delta));
+    }
+    if (std::string d = extension(emitted.content, now.content); !d.empty()) {
+      emitted.content += d;
+      StreamDelta delta;
+      delta.content = std::move(d);
+      out.push_back(std::move(delta));
+    }
+    // Calls are emitted whole, so one delta carries id, name and arguments.
+    for (size_t i = emitted.tool_calls.size(); i < now.tool_calls.size(); ++i) {
+      ToolCall c = now.tool_calls[i];
+      if (c.id.empty()) c.id = detail::generate_tool_call_id(opts.format);
+      StreamDelta d;
+      d.tool_index = static_cast<int>(i);
+      d.tool_id = c.id;
+      d.tool_name = c.name;
+      d.arguments = c.arguments;
+      emitted.tool_calls.push_back(std::move(c));
+      out.push_back(std::move(d));
+    }
+    return out;
+  }
+};
+
+StreamParser::StreamParser(const ParseOptions& opts) : impl_(new Impl) { impl_->opts = opts; }
+
+StreamParser::~StreamParser() { delete impl_; }
+
+std::vector<StreamDelta> StreamParser::feed(std::string_view piece) {
+  if (impl_->finished) throw Error("StreamParser::feed called after finish()");
+  impl_->text += piece;
+  return impl_->advance(/*partial=*/true);
+}
+
+std::vector<StreamDelta> StreamParser::finish() {
+  if (impl_->finished) return {};
+  impl_->finished = true;
+  return impl_->advance(/*partial=*/false);
+}
+
+ParsedMessage StreamParser::message() const { return impl_->emitted; }
+
+}  // namespace strix::chat

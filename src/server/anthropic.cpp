@@ -1,0 +1,306 @@
+// Anthropic's Messages API: POST /v1/messages (streaming or not) and
+// /v1/messages/count_tokens. The request becomes OpenAI-shaped messages for
+// the chat template (tool_use blocks -> assistant tool_calls, tool_result
+// blocks -> "tool" messages); the reply is parsed by the same tool-call /
+// reasoning parser and returned as content blocks (thinking, text, tool_use).
+// Errors use Anthropic's shape (Routes::handle words them by path).
+#include <ctime>
+#include <memory>
+#include <utility>
+
+#include "server/api_common.h"
+#include "server/api_error.h"
+#include "server/request_fields.h"
+#include "server/routes.h"
+
+namespace strix::server {
+
+namespace {
+
+std::string block_text(const json& c, const std::string& where) {
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) throw ApiError(400, where + " must be a string or an array of content blocks", where);
+  std::string out;
+  for (size_t j = 0; j < c.size(); ++j) {
+    const std::string w = where + "[" + std::to_string(j) + "]";
+    if (!c[j].is_object() || c[j].value("type", "") != "text" || !c[j].contains("text") ||
+        !c[j].at("text").is_string()) {
+      throw ApiError(400, w + ": only text blocks are implemented here", w + ".type");
+    }
+    check_fields(c[j], {"type", "text", "cache_control"}, {}, w + ".");
+    out += c[j].at("text").get<std::string>();
+  }
+  return out;
+}
+
+json template_kwargs(const json& b) {
+  if (!has_field(b, "chat_template_kwargs")) return json::object();
+  if (!b.at("chat_template_kwargs").is_object()) {
+    throw ApiError(400, "chat_template_kwargs: must be an object", "chat_template_kwargs");
+  }
+  return b.at("chat_template_kwargs");
+}
+
+// Anthropic messages, system and tools as a ChatCall.
+ChatCall anthropic_chat_call(const json& b) {
+  ChatCall call;
+  call.tools_field = "tools";
+  if (has_field(b, "system")) {
+    call.messages.push_back({{"role", "system"}, {"content", block_text(b.at("system"), "system")}});
+  }
+  if (!has_field(b, "messages") || !b.at("messages").is_array() || b.at("messages").empty()) {
+    throw ApiError(400, "messages: must be a non-empty array", "messages");
+  }
+  const json& msgs = b.at("messages");
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const std::string where = "messages." + std::to_string(i);
+    const json& m = msgs[i];
+    if (!m.is_object()) throw ApiError(400, where + ": must be an object", where);
+    check_fields(m, {"role", "content"}, {}, where + ".");
+    const std::string role = get_string(m, "role", "");
+    if (role != "user" && role != "assistant") throw ApiError(400, where + ".role: must be user or assistant", where);
+    if (!m.contains("content")) throw ApiError(400, where + ".content: Field required", where + ".content");
+    const json& c = m.at("content");
+    if (c.is_string()) {
+      call.messages.push_back({{"role", role}, {"content", c.get<std::string>()}});
+      continue;
+    }
+    if (!c.is_array()) throw ApiError(400, where + ".content: must be a string or an array of blocks", where);
+    std::string text, thinking;
+    json tool_calls = json::array();
+    for (size_t j = 0; j < c.size(); ++j) {
+      const std::string w = where + ".content." + std::to_string(j);
+      const json& blk = c[j];
+      if (!blk.is_object()) throw ApiError(400, w + ": must be an object", w);
+      const std::string type = blk.value("type", "");
+      if (type == "text") {
+        check_fields(blk, {"type", "text", "cache_control", "citations"}, {}, w + ".");
+        text += get_string(blk, "text", "");
+      } else if (type == "thinking" && role == "assistant") {
+        check_fields(blk, {"type", "thinking", "signature"}, {}, w + ".");
+        thinking += get_string(blk, "thinking", "");
+      } else if (type == "tool_use" && role == "assistant") {
+        check_fields(blk, {"type", "id", "name", "input", "cache_control"}, {}, w + ".");
+        const json input = blk.value("input", json::object());
+        if (!input.is_object()) throw ApiError(400, w + ".input: must be an object", w + ".input");
+        tool_calls.push_back({{"id", get_string(blk, "id", "")},
+                              {"type", "function"},
+                              {"function", {{"name", get_string(blk, "name", "")}, {"arguments", input.dump()}}}});
+      } else if (type == "tool_result" && role == "user") {
+        check_fields(blk, {"type", "tool_use_id", "content", "is_error", "cache_control"}, {}, w + ".");
+        const std::string out = blk.contains("content") ? block_text(blk.at("content"), w + ".content") : "";
+        call.messages.push_back(
+            {{"role", "tool"}, {"tool_call_id", get_string(blk, "tool_use_id", "")}, {"content", out}});
+      } else {
+        throw ApiError(400, w + ": content blocks of type '" + type + "' are not implemented for " + role + " messages",
+                       w + ".type");
+      }
+    }
+    if (role == "assistant") {
+      json a = {{"role", "assistant"}, {"content", text}};
+      if (!tool_calls.empty()) a["tool_calls"] = tool_calls;
+      if (!thinking.empty()) a["reasoning_content"] = thinking;
+      call.messages.push_back(a);
+    } else if (!text.empty()) {
+      call.messages.push_back({{"role", "user"}, {"content", text}});
+    }
+  }
+  if (has_field(b, "tools")) {
+    const json& tools = b.at("tools");
+    if (!tools.is_array()) throw ApiError(400, "tools: must be an array", "tools");
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const std::string w = "tools." + std::to_string(i);
+      const json& t = tools[i];
+      if (!t.is_object()) throw ApiError(400, w + ": must be an object", w);
+      check_fields(t, {"name", "description", "input_schema", "type", "cache_control"}, {}, w + ".");
+      if (has_field(t, "type") && t.at("type") != "custom") {
+        throw ApiError(400, w + ": server tools (type '" + t.at("type").dump() + "') are not implemented", w + ".type");
+      }
+      json fn = {{"name", get_string(t, "name", "")}, {"parameters", t.value("input_schema", json::object())}};
+      if (has_field(t, "description")) fn["description"] = get_string(t, "description", "");
+      call.tools.push_back({{"type", "function"}, {"function", fn}});
+    }
+  }
+  if (has_field(b, "tool_choice")) {
+    const json& tc = b.at("tool_choice");
+    if (!tc.is_object()) throw ApiError(400, "tool_choice: must be an object", "tool_choice");
+    check_fields(tc, {"type", "name", "disable_parallel_tool_use"}, {}, "tool_choice.");
+    const std::string type = get_string(tc, "type", "");
+    if (type == "auto") {
+      call.tool_choice = "auto";
+    } else if (type == "any") {
+      call.tool_choice = "required";
+    } else if (type == "none") {
+      call.tool_choice = "none";
+    } else if (type == "tool") {
+      call.tool_choice = "required";
+      call.forced_name = get_string(tc, "name", "");
+      if (call.forced_name.empty()) throw ApiError(400, "tool_choice.name: required for type tool", "tool_choice");
+    } else {
+      throw ApiError(400, "tool_choice.type: must be auto, any, tool or none", "tool_choice.type");
+    }
+    call.parallel = !get_bool(tc, "disable_parallel_tool_use", false);
+  }
+  call.template_kwargs = template_kwargs(b);
+  return call;
+}
+
+const char* stop_reason(Finish f, bool tools) {
+  if (f == Finish::kLimit) return "max_tokens";
+  if (f == Finish::kWord) return "stop_sequence";
+  return tools ? "tool_use" : "end_turn";
+}
+
+json tool_input(const std::string& args) {
+  const json j = json::parse(args, nullptr, false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+}  // namespace
+
+HttpReply Routes::count_tokens_anthropic(const std::string& text) {
+  const json b = parse_body(text);
+  check_fields(b, {"model", "messages", "system", "tools", "tool_choice", "chat_template_kwargs"});
+  const ChatPlan plan = plan_chat(chat_, anthropic_chat_call(b));
+  const auto ids = tk_.tokenize(plan.prompt, true, true);
+  return json_reply({{"input_tokens", ids.size()}});
+}
+
+HttpReply Routes::messages_anthropic(const std::string& text) {
+  const json b = parse_body(text);
+  // chat_template_kwargs: llama-server's extension (e.g. {"enable_thinking": false}).
+  check_fields(b, {"model", "messages", "system", "max_tokens", "metadata", "stop_sequences", "stream", "temperature",
+                   "top_p", "top_k", "tools", "tool_choice", "chat_template_kwargs"});
+  if (!has_field(b, "max_tokens")) throw ApiError(400, "max_tokens: Field required", "max_tokens");
+  const int64_t max_tokens = get_int(b, "max_tokens", 0);
+  if (max_tokens < 1) throw ApiError(400, "max_tokens: must be at least 1", "max_tokens");
+  if (has_field(b, "metadata")) {
+    if (!b.at("metadata").is_object()) throw ApiError(400, "metadata: must be an object", "metadata");
+    check_fields(b.at("metadata"), {"user_id"}, {}, "metadata.");
+  }
+  const ChatPlan plan = plan_chat(chat_, anthropic_chat_call(b));
+  json sb = json::object();
+  for (const char* k : {"temperature", "top_p", "top_k"}) {
+    if (has_field(b, k)) sb[k] = b.at(k);
+  }
+  sampling::Params params = sampling_params(sb);
+  params.grammar = plan.grammar;
+  params.grammar_lazy = plan.grammar_lazy;
+  params.grammar_trigger_patterns = plan.grammar_triggers;
+  const std::vector<std::string> stops = get_strings(b, "stop_sequences");
+  GenRequest g = make_request(tk_, plan.prompt, json::object(), {cfg_.n_ctx, max_tokens}, params, stops);
+  const int32_t n_prompt = static_cast<int32_t>(g.prompt.size());
+  const bool stream = get_bool(b, "stream", false);
+  HttpReply r;
+  r.streams.push_back(engine_.submit(std::move(g)));
+  const std::string id = random_id("msg_"), model = cfg_.alias;
+  // Which stop sequence matched is known when there is only one.
+  const json stop_seq = stops.size() == 1 ? json(stops[0]) : json(nullptr);
+  if (!stream) {
+    r.on_done = [id, model, plan, stop_seq](std::vector<GenResult>& res) {
+      const GenEvent& e = res[0].last;
+      if (e.finish == Finish::kError) {
+        return json_reply({{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.error}}}}, 500);
+      }
+      const chat::ParsedMessage pm = parse_output(plan, res[0].text);
+      json content = json::array();
+      if (!pm.reasoning_content.empty()) {
+        content.push_back({{"type", "thinking"}, {"thinking", pm.reasoning_content}, {"signature", ""}});
+      }
+      if (!pm.content.empty() || pm.tool_calls.empty()) content.push_back({{"type", "text"}, {"text", pm.content}});
+      for (const chat::ToolCall& c : pm.tool_calls) {
+        content.push_back({{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", tool_input(c.arguments)}});
+      }
+      return json_reply({{"id", id},
+                         {"type", "message"},
+                         {"role", "assistant"},
+                         {"model", model},
+                         {"content", content},
+                         {"stop_reason", stop_reason(e.finish, !pm.tool_calls.empty())},
+                         {"stop_sequence", e.finish == Finish::kWord ? stop_seq : json(nullptr)},
+                         {"usage",
+                          {{"input_tokens", e.n_prompt - e.n_cached},
+                           {"output_tokens", e.n_gen},
+                           {"cache_creation_input_tokens", 0},
+                           {"cache_read_input_tokens", e.n_cached}}}});
+    };
+    return r;
+  }
+  r.sse = true;
+  r.sse_head = sse_event("message_start", {{"type", "message_start"},
+                                           {"message",
+                                            {{"id", id},
+                                             {"type", "message"},
+                                             {"role", "assistant"},
+                                             {"model", model},
+                                             {"content", json::array()},
+                                             {"stop_reason", nullptr},
+                                             {"stop_sequence", nullptr},
+                                             {"usage", {{"input_tokens", n_prompt}, {"output_tokens", 0}}}}}}) +
+               sse_event("ping", {{"type", "ping"}});
+  struct State {
+    ChatStream parser;
+    Blocks blocks;
+    explicit State(const ChatPlan& p) : parser(p) {}
+  };
+  auto st = std::make_shared<State>(plan);
+  r.on_event = [st, stop_seq](size_t, const GenEvent& e) -> std::string {
+    if (e.done && e.finish == Finish::kError) {
+      return sse_event("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.error}}}});
+    }
+    std::vector<chat::StreamDelta> deltas = st->parser.feed(e.text);
+    if (e.done) {
+      for (auto& d : st->parser.finish()) deltas.push_back(std::move(d));
+    }
+    std::vector<BlockEvent> evs;
+    for (const auto& d : deltas) {
+      for (auto& x : st->blocks.on(d)) evs.push_back(std::move(x));
+    }
+    if (e.done) {
+      if (st->blocks.count() == 0) {
+        // an empty reply still has one (empty) text block
+        chat::StreamDelta d;
+        d.content = " ";
+        auto opened = st->blocks.on(d);
+        evs.push_back(opened[0]);
+      }
+      for (auto& x : st->blocks.close()) evs.push_back(std::move(x));
+    }
+    std::string out;
+    using K = BlockEvent::Kind;
+    using T = BlockEvent::Type;
+    for (const BlockEvent& x : evs) {
+      if (x.kind == K::kOpen) {
+        json cb;
+        if (x.type == T::kText) cb = {{"type", "text"}, {"text", ""}};
+        if (x.type == T::kReasoning) cb = {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}};
+        if (x.type == T::kTool) cb = {{"type", "tool_use"}, {"id", x.id}, {"name", x.name}, {"input", json::object()}};
+        out += sse_event("content_block_start",
+                         {{"type", "content_block_start"}, {"index", x.index}, {"content_block", cb}});
+      } else if (x.kind == K::kDelta) {
+        json d;
+        if (x.type == T::kText) d = {{"type", "text_delta"}, {"text", x.text}};
+        if (x.type == T::kReasoning) d = {{"type", "thinking_delta"}, {"thinking", x.text}};
+        if (x.type == T::kTool) d = {{"type", "input_json_delta"}, {"partial_json", x.text}};
+        out += sse_event("content_block_delta", {{"type", "content_block_delta"}, {"index", x.index}, {"delta", d}});
+      } else {
+        out += sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", x.index}});
+      }
+    }
+    if (e.done) {
+      out += sse_event("message_delta", {{"type", "message_delta"},
+                                         {"delta",
+                                          {{"stop_reason", stop_reason(e.finish, st->parser.saw_tool_call())},
+                                           {"stop_sequence", e.finish == Finish::kWord ? stop_seq : json(nullptr)}}},
+                                         {"usage",
+                                          {{"input_tokens", e.n_prompt - e.n_cached},
+                                           {"output_tokens", e.n_gen},
+                                           {"cache_read_input_tokens", e.n_cached}}}});
+      out += sse_event("message_stop", {{"type", "message_stop"}});
+    }
+    return out;
+  };
+  return r;
+}
+
+}  // namespace strix::server

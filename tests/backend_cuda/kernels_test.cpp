@@ -1,0 +1,358 @@
+// The CUDA kernels (src/backend/cuda) against scalar CPU references written
+// here from the formats' definitions and src/quant's reference dequantizers:
+// random inputs, outputs poisoned with NaN before each launch (an unwritten
+// element fails), every CUDA call checked. Skips when the build has no CUDA
+// backend or no GPU is present (CI), so the suite passes there.
+#include <gtest/gtest.h>
+
+#if STRIX_HAVE_CUDA
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cuda/cuda_context.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
+#include "core/error.h"
+#include "quant/fp16.h"
+#include "quant/types.h"
+
+namespace strix::cuda {
+namespace {
+
+class CudaKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!available(&why)) GTEST_SKIP() << why;
+    dev_ = std::make_unique<Device>();
+  }
+  cudaStream_t st() const { return dev_->stream(); }
+
+  template <class T>
+  DevMem up(const std::vector<T>& v) {
+    DevMem m(sizeof(T) * v.size(), "test input");
+    check(cudaMemcpy(m.as(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), "upload");
+    return m;
+  }
+  // a poisoned (NaN) output buffer of n floats
+  DevMem poisoned(size_t n) {
+    DevMem m(sizeof(float) * n, "test output");
+    check(cudaMemset(m.as(), 0xff, sizeof(float) * n), "poison");
+    return m;
+  }
+  template <class T>
+  std::vector<T> down(const DevMem& m, size_t n) {
+    dev_->sync("test kernel");
+    std::vector<T> v(n);
+    check(cudaMemcpy(v.data(), m.as(), sizeof(T) * n, cudaMemcpyDeviceToHost), "download");
+    return v;
+  }
+
+  std::unique_ptr<Device> dev_;
+  std::mt19937 rng_{12345};
+  std::vector<float> randn(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng_);
+    return v;
+  }
+};
+
+// A random matrix quantized to `t` (through src/quant's reference quantizer) and its dequantized values.
+struct QMatrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> deq;
+  size_t nb1 = 0;
+};
+QMatrix make_matrix(GgmlType t, int64_t ne0, int64_t ne1, const std::vector<float>& src) {
+  const TypeTraits& tr = type_traits(t);
+  QMatrix m;
+  m.nb1 = row_size(t, ne0);
+  m.bytes.resize(m.nb1 * ne1);
+  m.deq.resize(ne0 * ne1);
+  for (int64_t r = 0; r < ne1; ++r) {
+    if (t == GgmlType::F32) {
+      std::memcpy(m.bytes.data() + r * m.nb1, src.data() + r * ne0, m.nb1);
+    } else {
+      tr.from_float_ref(src.data() + r * ne0, m.bytes.data() + r * m.nb1, ne0);
+    }
+    tr.to_float(m.bytes.data() + r * m.nb1, m.deq.data() + r * ne0, ne0);
+  }
+  return m;
+}
+
+const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+TEST_F(CudaKernels, GemvMatchesDoubleReferenceForEveryType) {
+  const int64_t ne0 = 768, ne1 = 67;  // rows not a multiple of the 4 rows of a block
+  for (GgmlType t : kTypes) {
+    const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
+    DevMem w = up(m.bytes);
+    const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
+    for (int n : {1, 3, 8, 13}) {
+      const std::vector<float> x = randn(n * ne0);
+      DevMem dx = up(x);
+      DevMem y = poisoned(n * ne1);
+      gemv(dw, dx.as<float>(), ne0, n, y.as<float>(), ne1, st());
+      const auto got = down<float>(y, n * ne1);
+      for (int c = 0; c < n; ++c) {
+        for (int64_t r = 0; r < ne1; ++r) {
+          double ref = 0, mag = 0;
+          for (int64_t i = 0; i < ne0; ++i) {
+            ref += static_cast<double>(m.deq[r * ne0 + i]) * x[c * ne0 + i];
+            mag += std::fabs(static_cast<double>(m.deq[r * ne0 + i]) * x[c * ne0 + i]);
+          }
+          ASSERT_NEAR(got[c * ne1 + r], ref, 1e-5 * mag + 1e-6)
+              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " col " << c << " row " << r;
+        }
+      }
+    }
+  }
+}
+
+// Rows whose length is not a multiple of 8 (stories260K's n_ff = 172) go through the pair-wise F32/F16 path.
+TEST_F(CudaKernels, GemvNarrowF32F16Rows) {
+  const int64_t ne0 = 172, ne1 = 9;
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
+    const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
+    DevMem w = up(m.bytes);
+    const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
+    const std::vector<float> x = randn(2 * ne0);
+    DevMem dx = up(x);
+    DevMem y = poisoned(2 * ne1);
+    gemv(dw, dx.as<float>(), ne0, 2, y.as<float>(), ne1, st());
+    const auto got = down<float>(y, 2 * ne1);
+    for (int c = 0; c < 2; ++c) {
+      for (int64_t r = 0; r < ne1; ++r) {
+        double ref = 0;
+        for (int64_t i = 0; i < ne0; ++i) ref += static_cast<double>(m.deq[r * ne0 + i]) * x[c * ne0 + i];
+        ASSERT_NEAR(got[c * ne1 + r], ref, 1e-4) << type_name(static_cast<uint32_t>(t));
+      }
+    }
+  }
+}
+
+// The activations each weight type is multiplied with equal those of the CPU
+// kernels that reproduce libllama (quantize_act of the weight's vec_dot type,
+// dequantized), bit for bit.
+TEST_F(CudaKernels, RoundActivationsEqualsTheCpuPartnerQuantizer) {
+  const cpu::CpuKernels& k = cpu::cpu_kernels();
+  const int n = 3;
+  const int64_t width = 1024;
+  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    std::vector<float> x = randn(n * width, 2.0f);
+    x[5] = 0.0f;
+    for (int i = 0; i < 256; ++i) x[width + i] = 0.0f;  // an all-zero block
+    const GgmlType vdt = k.vec_dot_type[static_cast<uint32_t>(t)];
+    std::vector<float> expect(n * width);
+    std::vector<uint8_t> buf(row_size(vdt, width));
+    for (int r = 0; r < n; ++r) {
+      k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + r * width, buf.data(), width);
+      type_traits(vdt).to_float(buf.data(), expect.data() + r * width, width);
+    }
+    DevMem dx = up(x);
+    DevMem out = poisoned(n * width);
+    ASSERT_TRUE(round_activations(t, dx.as<float>(), width, n, width, out.as<float>(), width, st()));
+    const auto got = down<float>(out, n * width);
+    for (int64_t i = 0; i < n * width; ++i) {
+      ASSERT_EQ(got[i], expect[i]) << type_name(static_cast<uint32_t>(t)) << " element " << i << " x " << x[i];
+    }
+  }
+}
+
+TEST_F(CudaKernels, DequantF16AndGetRowsEqualTheReferenceDequantizer) {
+  const int64_t ne0 = 512, ne1 = 9;
+  for (GgmlType t : kTypes) {
+    const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
+    DevMem w = up(m.bytes);
+    const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
+    DevMem h(sizeof(uint16_t) * ne0 * ne1, "f16");
+    check(cudaMemset(h.as(), 0xff, h.bytes()), "poison");
+    dequant_f16(dw, h.as<uint16_t>(), st());
+    const auto got16 = down<uint16_t>(h, ne0 * ne1);
+    for (int64_t i = 0; i < ne0 * ne1; ++i) {
+      ASSERT_EQ(got16[i], fp32_to_fp16(m.deq[i])) << type_name(static_cast<uint32_t>(t)) << " element " << i;
+    }
+    const std::vector<int32_t> ids = {3, 0, 8, 3};
+    DevMem di = up(ids);
+    DevMem out = poisoned(ids.size() * ne0);
+    get_rows(dw, di.as<int32_t>(), static_cast<int>(ids.size()), out.as<float>(), ne0, st());
+    const auto rows = down<float>(out, ids.size() * ne0);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      for (int64_t i = 0; i < ne0; ++i) {
+        ASSERT_EQ(rows[k * ne0 + i], m.deq[ids[k] * ne0 + i]) << type_name(static_cast<uint32_t>(t));
+      }
+    }
+  }
+}
+
+TEST_F(CudaKernels, UnsupportedTypeIsRefusedByName) {
+  const DevWeight dw{GgmlType::Q4_0, 64, 4, 36, nullptr};
+  try {
+    gemv(dw, nullptr, 64, 1, nullptr, 4, st());
+    FAIL() << "no refusal";
+  } catch (const Refusal& e) {
+    EXPECT_NE(std::string(e.what()).find("q4_0"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CudaKernels, RmsNormAddRmsNormSwigluAdd) {
+  const int n = 5;
+  const int64_t dim = 1000;
+  const float eps = 1e-5f;
+  const auto x = randn(n * dim), y = randn(n * dim), w = randn(dim);
+  auto ref_norm = [&](const std::vector<float>& in, int t, int64_t i) {
+    double ss = 0;
+    for (int64_t j = 0; j < dim; ++j) ss += static_cast<double>(in[t * dim + j]) * in[t * dim + j];
+    return in[t * dim + i] / std::sqrt(ss / dim + eps) * w[i];
+  };
+  DevMem dx = up(x), dy = up(y), dw = up(w);
+  DevMem out = poisoned(n * dim);
+  rms_norm(dx.as<float>(), n, dim, dim, out.as<float>(), dim, dw.as<float>(), eps, st());
+  auto got = down<float>(out, n * dim);
+  for (int t = 0; t < n; ++t)
+    for (int64_t i = 0; i < dim; ++i) ASSERT_NEAR(got[t * dim + i], ref_norm(x, t, i), 1e-5) << t << " " << i;
+
+  std::vector<float> sum(n * dim);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + y[i];
+  DevMem out2 = poisoned(n * dim);
+  add_rms_norm(dx.as<float>(), dy.as<float>(), out2.as<float>(), n, dim, dw.as<float>(), eps, st());
+  got = down<float>(out2, n * dim);
+  const auto xs = down<float>(dx, n * dim);
+  for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(xs[i], sum[i]);
+  for (int t = 0; t < n; ++t)
+    for (int64_t i = 0; i < dim; ++i) ASSERT_NEAR(got[t * dim + i], ref_norm(sum, t, i), 1e-5);
+
+  DevMem out3 = poisoned(n * dim);
+  swiglu(dy.as<float>(), dim, dw.as<float>(), 0, out3.as<float>(), dim, n, dim, st());
+  got = down<float>(out3, n * dim);
+  for (int t = 0; t < n; ++t) {
+    for (int64_t i = 0; i < dim; ++i) {
+      const double g = y[t * dim + i];
+      ASSERT_NEAR(got[t * dim + i], g / (1 + std::exp(-g)) * w[i], 1e-5 * (1 + std::fabs(g * w[i])));
+    }
+  }
+  DevMem out4 = poisoned(n * dim);
+  add(dx.as<float>(), dy.as<float>(), out4.as<float>(), n, dim, st());
+  got = down<float>(out4, n * dim);
+  for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(got[i], sum[i] + y[i]);
+}
+
+// RoPE from its definition: pair (a, b) of head dims rotated by pos * base^(-2i/n_rot).
+TEST_F(CudaKernels, RopeNormAndNeoxModes) {
+  const int n = 4, heads = 3, hd = 64;
+  const std::vector<int32_t> pos = {0, 1, 17, 200};
+  for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+    for (bool factors : {false, true}) {
+      RopeParams rp;
+      rp.mode = mode;
+      rp.n_rot = hd;
+      rp.freq_base = 10000.0f;
+      const auto x = randn(n * heads * hd);
+      std::vector<float> ff(hd / 2);
+      for (int i = 0; i < hd / 2; ++i) ff[i] = 1.0f + 0.25f * static_cast<float>(i % 5);
+      DevMem dx = up(x), dp = up(pos), df = up(ff);
+      rope(dx.as<float>(), n, heads, hd, heads * hd, dp.as<int32_t>(), rp, factors ? df.as<float>() : nullptr, st());
+      const auto got = down<float>(dx, x.size());
+      for (int t = 0; t < n; ++t) {
+        for (int h = 0; h < heads; ++h) {
+          for (int i = 0; i < hd / 2; ++i) {
+            const double th = pos[t] * std::pow(10000.0, -2.0 * i / hd) / (factors ? ff[i] : 1.0);
+            const int a = mode == RopeMode::kNeox ? i : 2 * i, b = mode == RopeMode::kNeox ? i + hd / 2 : 2 * i + 1;
+            const float* xr = x.data() + (t * heads + h) * hd;
+            const float* gr = got.data() + (t * heads + h) * hd;
+            const double ea = xr[a] * std::cos(th) - xr[b] * std::sin(th);
+            const double eb = xr[a] * std::sin(th) + xr[b] * std::cos(th);
+            ASSERT_NEAR(gr[a], ea, 2e-4) << "pos " << pos[t] << " pair " << i;
+            ASSERT_NEAR(gr[b], eb, 2e-4) << "pos " << pos[t] << " pair " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Attention over an f16 cache of two sequences (grouped heads), prefill-shaped
+// batch: reference in double with q, K, V and the probabilities rounded to f16
+// as the kernel's contract says.
+TEST_F(CudaKernels, KvStoreAndCausalAttention) {
+  const int n_head = 4, n_kv = 2, hd = 128, cap = 40;
+  const int64_t kd = n_kv * hd;
+  // seq 0: positions 0..9 (this batch 6..9 after 0..5 stored first); seq 1: 0..2
+  std::vector<int32_t> pos, seq;
+  for (int p = 0; p < 10; ++p) pos.push_back(p), seq.push_back(0);
+  for (int p = 0; p < 3; ++p) pos.push_back(p), seq.push_back(1);
+  const int n = static_cast<int>(pos.size());
+  const auto k = randn(n * kd), v = randn(n * kd), q = randn(n * n_head * hd);
+  DevMem kc(sizeof(uint16_t) * 2 * cap * kd, "k"), vc(sizeof(uint16_t) * 2 * cap * kd, "v");
+  DevMem dk = up(k), dv = up(v), dq = up(q), dp = up(pos), ds = up(seq);
+  const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
+  kv_store(kv, dk.as<float>(), kd, dv.as<float>(), kd, n, dp.as<int32_t>(), ds.as<int32_t>(), st());
+  DevMem out = poisoned(n * n_head * hd);
+  AttnArgs a;
+  a.q = dq.as<float>();
+  a.q_stride = n_head * hd;
+  a.pos = dp.as<int32_t>();
+  a.seq = ds.as<int32_t>();
+  a.n_tokens = n;
+  a.n_head = n_head;
+  a.n_head_kv = n_kv;
+  a.head_dim_k = a.head_dim_v = hd;
+  a.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  a.max_cells = 10;
+  a.out = out.as<float>();
+  a.out_stride = n_head * hd;
+  attention(kv, a, st());
+  const auto got = down<float>(out, n * n_head * hd);
+  auto r16 = [](float f) { return static_cast<double>(fp16_to_fp32(fp32_to_fp16(f))); };
+  for (int t = 0; t < n; ++t) {
+    for (int h = 0; h < n_head; ++h) {
+      const int kvh = h / (n_head / n_kv);
+      std::vector<int> cells;  // tokens of the same sequence at positions <= pos[t]
+      for (int u = 0; u < n; ++u)
+        if (seq[u] == seq[t] && pos[u] <= pos[t]) cells.push_back(u);
+      std::vector<double> s;
+      double mx = -1e300;
+      for (int u : cells) {
+        double dot = 0;
+        for (int i = 0; i < hd; ++i) dot += r16(q[(t * n_head + h) * hd + i]) * r16(k[u * kd + kvh * hd + i]);
+        s.push_back(dot * a.kq_scale);
+        mx = std::max(mx, s.back());
+      }
+      double sum = 0;
+      for (double& e : s) sum += (e = std::exp(e - mx));
+      for (int i = 0; i < hd; ++i) {
+        double o = 0;
+        for (size_t c = 0; c < cells.size(); ++c)
+          o += r16(static_cast<float>(s[c] / sum)) * r16(v[cells[c] * kd + kvh * hd + i]);
+        ASSERT_NEAR(got[(t * n_head + h) * hd + i], o, 2e-3) << "token " << t << " head " << h << " dim " << i;
+      }
+    }
+  }
+}
+
+TEST(CudaNgl, ParsesFullOffloadAndRefusesPartial) {
+  EXPECT_TRUE(parse_ngl("99", 32));
+  EXPECT_TRUE(parse_ngl("all", 32));
+  EXPECT_TRUE(parse_ngl("33", 32));
+  EXPECT_FALSE(parse_ngl("0", 32));
+  EXPECT_EQ(parse_ngl("auto", 32), available());
+  EXPECT_THROW(parse_ngl("32", 32), Refusal);
+  EXPECT_THROW(parse_ngl("5", 32), Refusal);
+  EXPECT_THROW(parse_ngl("x", 32), Error);
+  EXPECT_THROW(parse_ngl("-1", 32), Error);
+}
+
+}  // namespace
+}  // namespace strix::cuda
+
+#else  // built without the CUDA backend
+
+TEST(CudaKernels, SkippedWithoutCudaBackend) { GTEST_SKIP() << "built with STRIX_CUDA=OFF"; }
+
+#endif
