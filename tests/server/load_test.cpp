@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -86,9 +85,14 @@ int64_t rss_kib(int pid) {
 
 // A metric's value in Prometheus text, or -1 when it is absent.
 double metric(const std::string& text, const std::string& name) {
-  const std::regex re("(^|\n)" + name + " ([0-9.eE+-]+)");
-  std::smatch m;
-  return std::regex_search(text, m, re) ? std::stod(m[2].str()) : -1;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ' ') {
+      return std::stod(line.substr(name.size() + 1));
+    }
+  }
+  return -1;
 }
 
 TEST(ServeLoad, SixtyFourConcurrentStreamsThreeRoundsNoLeaks) {
