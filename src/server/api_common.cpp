@@ -326,6 +326,23 @@ json oai_usage(int64_t n_prompt, int64_t n_gen, int64_t n_cached) {
           {"prompt_tokens_details", {{"cached_tokens", n_cached}}}};
 }
 
+std::string oai_stream_end(const json& head, const std::vector<GenEvent>& last, bool failed, bool usage,
+                           int64_t n_prompt) {
+  std::string out;
+  if (usage && !failed) {
+    int64_t gen = 0, cached = 0;
+    for (const GenEvent& e : last) {
+      gen += e.n_gen;
+      cached = std::max<int64_t>(cached, e.n_cached);
+    }
+    json u = head;
+    u["choices"] = json::array();
+    u["usage"] = oai_usage(n_prompt, gen, cached);
+    out += sse_data(u);
+  }
+  return out + "data: [DONE]\n\n";
+}
+
 json error_event_body(const GenEvent& e) { return ApiError(500, e.error, {}, "server_error").body(); }
 
 json piece_bytes(const std::string& piece) {

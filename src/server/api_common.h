@@ -59,6 +59,10 @@ GenRequest clone_request(const GenRequest& g, const tok::Tokenizer& tk, const sa
 const char* oai_finish(Finish f, bool tool_calls);
 const char* stop_type(Finish f);  // llama-server's stop_type
 json oai_usage(int64_t n_prompt, int64_t n_gen, int64_t n_cached);
+// The end of an OpenAI stream: the usage chunk (include_usage, unless a generation failed;
+// generated tokens summed over the choices in `last`, their final events) and [DONE].
+std::string oai_stream_end(const json& head, const std::vector<GenEvent>& last, bool failed, bool usage,
+                           int64_t n_prompt);
 json error_event_body(const GenEvent& e);  // an OpenAI error object for a generation that failed
 
 // The UTF-8 bytes of a token piece as OpenAI's "bytes" array.

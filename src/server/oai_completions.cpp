@@ -136,21 +136,7 @@ HttpReply Routes::completion_oai(const std::string& text) {
       }
       return out;
     };
-    r.on_end = [head, st, usage, n_prompt]() -> std::string {
-      std::string out;
-      if (usage && !st->failed) {
-        int64_t gen = 0, cached = 0;
-        for (const GenEvent& e : st->last) {
-          gen += e.n_gen;
-          cached = std::max<int64_t>(cached, e.n_cached);
-        }
-        json u = head;
-        u["choices"] = json::array();
-        u["usage"] = oai_usage(n_prompt, gen, cached);
-        out += sse_data(u);
-      }
-      return out + "data: [DONE]\n\n";
-    };
+    r.on_end = [head, st, usage, n_prompt]() { return oai_stream_end(head, st->last, st->failed, usage, n_prompt); };
   } else {
     r.on_done = [head, echoed, top_n, n, n_prompt](std::vector<GenResult>& res) {
       for (const GenResult& g : res) {
