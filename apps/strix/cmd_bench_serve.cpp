@@ -102,7 +102,7 @@ int cmd_bench_serve(int argc, char** argv) {
       throw Error("bench-serve: unknown flag '" + a + "' (run `strix bench-serve -h` for the list)");
     }
   }
-  const nlohmann::json receipt = run_bench_serve(o, command);
+  const nlohmann::json receipt = run_bench_serve(o, command, strix_version());
   const std::string text = receipt.dump(2) + "\n";
   std::fputs(text.c_str(), stdout);
   if (!out_json.empty()) {

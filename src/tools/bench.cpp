@@ -697,14 +697,10 @@ std::string bench_gpu_summary(const BenchGpu& gpu, const std::vector<BenchResult
   return s;
 }
 
-nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results, const BenchBuildInfo& build,
-                             const BenchGpu* gpu) {
+nlohmann::json bench_host_json(bool compare, const BenchGpu* gpu) {
   using nlohmann::json;
   utsname u{};
   ::uname(&u);
-  const std::string src = strix::source_dir();
-  const std::string commit = first_line_of("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
-  const std::string dirty = first_line_of("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
   json host = {
       {"cpu_model", cpu_model_name()},
       {"hardware_threads", std::thread::hardware_concurrency()},
@@ -717,23 +713,39 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
     host["gpu"] = gpu->name;
     host["gpu_copy_bytes_per_s"] = gpu->copy_bytes_per_s;
   }
-  if (o.compare) {
+  if (compare) {
     const std::string lib = loaded_ggml_cpu_lib();
     host["libllama_cpu_variant"] = lib.substr(lib.find_last_of('/') + 1);
     host["libllama_dir"] = ref::reference_dir();
   }
+  return host;
+}
+
+nlohmann::json bench_build_json(const std::string& strix_version) {
+  const std::string src = strix::source_dir();
+  const std::string commit = first_line_of("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
+  const std::string dirty = first_line_of("git -C '" + src + "' status --porcelain --untracked-files=no 2>/dev/null");
 #ifdef NDEBUG
   const bool asserts = false;
 #else
   const bool asserts = true;
 #endif
-  json jbuild = {
-      {"strix_version", build.strix_version},
+  return {
+      {"strix_version", strix_version},
       {"compiler", __VERSION__},
       {"asserts", asserts},
       {"git_commit", commit.empty() ? "unknown" : commit},
       {"git_dirty", !dirty.empty()},
   };
+}
+
+std::string bench_utc_now() { return utc_now(); }
+
+nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results, const BenchBuildInfo& build,
+                             const BenchGpu* gpu) {
+  using nlohmann::json;
+  const json host = bench_host_json(o.compare, gpu);
+  const json jbuild = bench_build_json(build.strix_version);
   json jopts = {{"n_threads", results.empty() ? o.n_threads : results.front().n_threads},
                 {"n_batch", o.n_batch},
                 {"n_ubatch", o.n_ubatch},

@@ -117,5 +117,9 @@ struct BenchBuildInfo {
 };
 nlohmann::json bench_receipt(const BenchOptions& opts, const std::vector<BenchResult>& results,
                              const BenchBuildInfo& build, const BenchGpu* gpu = nullptr);
+// Its "host" and "build" objects and timestamp, for the other receipts (strix bench-serve).
+nlohmann::json bench_host_json(bool compare, const BenchGpu* gpu = nullptr);
+nlohmann::json bench_build_json(const std::string& strix_version);
+std::string bench_utc_now();
 
 }  // namespace strix

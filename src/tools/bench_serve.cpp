@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include "sampling/sampler.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/bench.h"
 #include "tools/parity.h"
 
 namespace strix {
@@ -192,18 +192,10 @@ Ttft ref_ttft(const Loaded& m, const BenchServeOptions& o, uint64_t seed) {
   return t;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 }  // namespace
 
-json run_bench_serve(const BenchServeOptions& o, const std::string& command) {
+json run_bench_serve(const BenchServeOptions& o, const std::string& command, const std::string& strix_version) {
   if (o.model.empty()) throw Error("bench-serve: -m FILE is required");
   if (o.n_prompt < 1 || o.n_gen < 2 || o.n_system < 1 || o.n_suffix < 1 || o.reps < 1) {
     throw Error("bench-serve: --n-prompt, --n-system, --n-suffix and -r must be >= 1, --n-gen >= 2");
@@ -281,8 +273,9 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command) {
                mean(t2), speedup, n_cached, n_prompt);
   return {{"tool", "strix bench-serve"},
           {"command", command},
-          {"time", utc_now()},
-          {"host", {{"hardware_threads", std::thread::hardware_concurrency()}}},
+          {"time", bench_utc_now()},
+          {"host", bench_host_json(o.compare)},
+          {"build", bench_build_json(strix_version)},
           {"options",
            {{"model", o.model},
             {"n_threads", o.n_threads},

@@ -46,6 +46,6 @@ struct BenchServeOptions {
 
 // Runs both tests; the JSON receipt (tool, options, host, results). Progress
 // lines go to stderr.
-nlohmann::json run_bench_serve(const BenchServeOptions& opts, const std::string& command);
+nlohmann::json run_bench_serve(const BenchServeOptions& opts, const std::string& command, const std::string& strix_version);
 
 }  // namespace strix
