@@ -4,8 +4,9 @@
 
     scripts/bench-table.py [benchmarks/*.json]
 
-A row is marked stale when its receipt was made from another git commit than
-HEAD, or from a tree with uncommitted changes."""
+A row is marked stale when its receipt was made from a tree with uncommitted
+changes, or from a commit whose code differs from HEAD's (commits that only
+touch benchmarks/ or docs/, such as the one adding the receipts, keep it fresh)."""
 import glob
 import json
 import os
@@ -18,6 +19,14 @@ def head_commit():
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
+
+
+def same_code(commit, head):
+    if commit == head:
+        return True
+    r = subprocess.run(["git", "diff", "--quiet", commit, head, "--", ".", ":!benchmarks", ":!docs"],
+                       capture_output=True)
+    return r.returncode == 0
 
 
 def mean_sd(d):
@@ -36,7 +45,7 @@ def main():
         if r.get("tool") != "strix bench":
             continue
         b = r["build"]
-        stale = b["git_commit"] != head or b["git_dirty"]
+        stale = b["git_dirty"] or not same_code(b["git_commit"], head)
         status = "stale" if stale else "fresh"
         made = f"{r['time']} {b['git_commit'][:12]}{'+dirty' if b['git_dirty'] else ''}"
         for t in r["results"]:

@@ -75,7 +75,10 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
   const uint8_t* wbase = w.data + expert * w.nb2;
   for (int64_t rb = r0; rb < r1; rb += kRowBlock) {
     const int64_t nrb = std::min(kRowBlock, r1 - rb);
-    if (order.by_vec_dot) {
+    if (order.by_vec_dot && e.k.gemm_is_vec_dot[static_cast<uint32_t>(w.type)]) {
+      gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act, act_stride, n, y + rb,
+           static_cast<size_t>(y_stride));
+    } else if (order.by_vec_dot) {
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t r = rb; r < rb + nrb; ++r) {
           dot(static_cast<int>(ne0), y + t * y_stride + r, wbase + r * w.nb1, act + t * act_stride);
@@ -87,11 +90,17 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
           dot(static_cast<int>(ne0), y + t * y_stride + r, wbase + r * w.nb1, act + t * act_stride);
         }
       }
-      for (int64_t tb = 0; tb < n - vec_dot_tail; tb += tok_block) {
-        int64_t ntb = std::min<int64_t>(tok_block, n - vec_dot_tail - tb);
-        if (order.keep_pair_tail && n - tb - ntb == 1) --ntb;  // keep a 2-column tail in tinyBLAS order
-        gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act + tb * act_stride, act_stride,
-             static_cast<int>(ntb), y + tb * y_stride + rb, static_cast<size_t>(y_stride));
+      const cpu::GemmFn gemv_cols = e.k.gemv_cols[static_cast<uint32_t>(w.type)];
+      if (tok_block == 1 && gemv_cols != nullptr && vec_dot_tail == 0) {  // experts: all columns in gemv order
+        gemv_cols(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act, act_stride, n,
+                  y + rb, static_cast<size_t>(y_stride));
+      } else {
+        for (int64_t tb = 0; tb < n - vec_dot_tail; tb += tok_block) {
+          int64_t ntb = std::min<int64_t>(tok_block, n - vec_dot_tail - tb);
+          if (order.keep_pair_tail && n - tb - ntb == 1) --ntb;  // keep a 2-column tail in tinyBLAS order
+          gemm(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act + tb * act_stride,
+               act_stride, static_cast<int>(ntb), y + tb * y_stride + rb, static_cast<size_t>(y_stride));
+        }
       }
     }
     if (bias) {

@@ -163,6 +163,7 @@ TEST(CpuGgmlOrder, vec_dot_equals_zen4_bit_for_bit) {
   };
   const Case cases[] = {
       {GgmlType::Q5_K, {256, 512, 2816, 4096}},
+      {GgmlType::Q6_K, {256, 512, 2816, 8192}},
       {GgmlType::F32, {1, 7, 8, 15, 16, 17, 24, 63, 64, 65, 80, 88, 100, 127, 128, 200, 1000, 4099}},
       {GgmlType::F16, {1, 7, 16, 63, 64, 65, 100, 128, 200, 1000, 4099}},
   };
@@ -194,7 +195,8 @@ TEST(CpuGgmlOrder, gemm_equals_libllama_per_output) {
   };
   // Q5_K: 11 super-blocks = two passes of the tile; F32 / F16: tinyBLAS
   // (k % 16 == 0) and vec_dot (k % 16 != 0) shapes.
-  const Case cases[] = {{GgmlType::Q5_K, 256 * 11}, {GgmlType::Q5_K, 256}, {GgmlType::F32, 1024},
+  const Case cases[] = {{GgmlType::Q5_K, 256 * 11}, {GgmlType::Q5_K, 256}, {GgmlType::Q6_K, 256 * 11},
+                        {GgmlType::Q6_K, 256},      {GgmlType::F32, 1024},
                         {GgmlType::F32, 200},       {GgmlType::F16, 1024}, {GgmlType::F16, 72}};
   const int shapes[] = {1, 2, 3, 4, 5, 7, 8, 9, 16, 17};
   for (const Case& cs : cases) {
@@ -249,8 +251,9 @@ TEST(CpuGgmlOrder, avx2_level_matches_haswell) {
     }
   }
   const int shapes[] = {1, 2, 3, 4, 5, 8, 9, 17};
-  for (GgmlType wt : {GgmlType::Q5_K, GgmlType::F32, GgmlType::F16}) {
-    const Product p = make_product(k, wt, wt == GgmlType::Q5_K ? 256 * 11 : 1000, 23u);
+  for (GgmlType wt : {GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F32, GgmlType::F16}) {
+    const bool kq = wt == GgmlType::Q5_K || wt == GgmlType::Q6_K;
+    const Product p = make_product(k, wt, kq ? 256 * 11 : 1000, 23u);
     for (int nr : shapes) {
       for (int nc : shapes) {
         std::string first;

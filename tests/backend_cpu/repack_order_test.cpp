@@ -107,8 +107,10 @@ struct Product {
   std::vector<float> reference;  // libggml: reference[c * nr + r]
 };
 
-// Builds a product and libggml's result: gemm for columns [0, nc - nc % 4), gemv for the rest.
-Product make_product(const ref::LibGgmlCpu& lib, const Case& cs, int n, int nr, int nc, uint32_t seed) {
+// Builds a product and libggml's result: gemm for columns [0, nc - nc % 4), gemv for the rest
+// (gemv for all of them with gemv_only, what libggml's mul_mat_id does for MoE experts).
+Product make_product(const ref::LibGgmlCpu& lib, const Case& cs, int n, int nr, int nc, uint32_t seed,
+                     bool gemv_only = false) {
   Product p;
   p.n = n;
   p.nr = nr;
@@ -139,7 +141,7 @@ Product make_product(const ref::LibGgmlCpu& lib, const Case& cs, int n, int nr, 
       lib.lib().fn<QuantizeMatFn>(p.at == GgmlType::Q8_K ? "_Z19ggml_quantize_mat_tILl8EL9ggml_type15EEvPKfPvll"
                                                          : "_Z19ggml_quantize_mat_tILl8EL9ggml_type8EEvPKfPvll");
   std::vector<float> full(static_cast<size_t>(nc) * nr8, 0.0f);
-  const int ngemm = nc - nc % 4;
+  const int ngemm = gemv_only ? 0 : nc - nc % 4;
   if (ngemm > 0) {
     std::vector<uint8_t> ax(static_cast<size_t>(ngemm) * p.by + 64);
     for (int c = 0; c < ngemm; c += 4) quantize_mat(p.x.data() + c * n, ax.data() + c * p.by, 4, n);
@@ -217,6 +219,37 @@ TEST(CpuRepackOrder, longer_rows_in_several_passes_match_libggml) {
     const Product p = make_product(lib, cs, n, 16, 13, 5);
     EXPECT_EQ(count_mismatches(p, strix_gemm(k, cs.wt, p, 0, 13), 0, 13), 0) << type_name(id(cs.wt));
   }
+}
+
+// CpuKernels::gemv_cols (MoE experts, many columns at once) against libggml's
+// gemv on every column; negative control: the gemm order on the same columns.
+TEST(CpuRepackOrder, gemv_cols_match_libggml_gemv_on_every_column) {
+  const auto levels = x86_levels();
+  if (levels.empty()) GTEST_SKIP() << "no AVX2";
+  int checked = 0;
+  for (CpuIsa isa : levels) {
+    const auto& k = cpu_kernels_for(isa);
+    const auto& lib = ref::LibGgmlCpu::get(ggml_variant(isa));
+    for (const Case& cs : kCases) {
+      const GemmFn fn = k.gemv_cols[id(cs.wt)];
+      if (fn == nullptr) continue;
+      for (int nb : {4, 8, 19}) {  // one pass kept over column chunks, and several passes
+        for (int nc : {1, 2, 7, 64, 70, 131}) {
+          const int n = 256 * nb, nr = 16;
+          const Product p = make_product(lib, cs, n, nr, nc, 31u * static_cast<uint32_t>(nc) + 7u * nb, true);
+          std::vector<float> s(static_cast<size_t>(nc) * nr, -1.0f);
+          fn(n, p.w.data(), p.bx, nr, p.a.data(), p.by, nc, s.data(), static_cast<size_t>(nr));
+          EXPECT_EQ(count_mismatches(p, s, 0, nc), 0)
+              << cpu_isa_name(isa) << " " << type_name(id(cs.wt)) << " nb " << nb << " nc " << nc;
+          if (nc == 64 && nb == 8) {
+            EXPECT_GT(count_mismatches(p, strix_gemm(k, cs.wt, p, 0, nc), 0, nc), 0) << "negative control: gemm order";
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST(CpuRepackOrder, negative_controls_differ_from_libggml) {

@@ -824,7 +824,8 @@ inline void set_gemm(CpuKernels& k, GgmlType w, GemmFn fn) { k.gemm[static_cast<
 inline void fill_x86_gemm(CpuKernels& k) {
   using namespace gemm;
   set_gemm(k, GgmlType::Q4_K, gemm_prepared<TileQ45K<false>, GgmlType::Q4_K>);
-  set_gemm(k, GgmlType::Q5_K, gemm_q5_K);
+  set_gemm(k, GgmlType::Q5_K, gemm_q5_K);  // vec_dot's order
+  k.gemm_is_vec_dot[static_cast<uint32_t>(GgmlType::Q5_K)] = true;
   // Q6_K has no tile here: libllama sums it in vec_dot's order in decode and
   // prefill, which the vec_dot loop reproduces bit for bit. Q8_0's tile, in
   // ggml's per-output order, is simd_gemm_q8_0 in kernels_x86_simd.h, and so are

@@ -29,6 +29,8 @@ void gemm_by_vec_dot(int n, const void* x, size_t bx, int nr, const void* y, siz
 
 template <int kIsa, int... kTypes>
 void fill_gemm_fallbacks(CpuKernels& k, std::integer_sequence<int, kTypes...>) {
+  ((k.gemm_is_vec_dot[kTypes] = k.gemm_is_vec_dot[kTypes] || (k.gemm[kTypes] == nullptr && k.vec_dot[kTypes] != nullptr)),
+   ...);
   ((k.gemm[kTypes] = (k.gemm[kTypes] == nullptr && k.vec_dot[kTypes] != nullptr) ? &gemm_by_vec_dot<kIsa, kTypes>
                                                                                   : k.gemm[kTypes]),
    ...);

@@ -43,6 +43,11 @@ struct CpuKernels {
   GgmlType vec_dot_type[kGgmlTypeCount] = {};       // by weight type
   QuantizeActFn quantize_act[kGgmlTypeCount] = {};  // by activation type (Q8_0, Q8_1, Q8_K, F16, BF16; F32 = none)
   GemmFn gemm[kGgmlTypeCount] = {};  // by weight type; where a level has none, a loop over vec_dot
+  // by weight type: every column in libllama's gemv order, bit for bit a gemm call of one column
+  // at a time (MoE experts); nullptr: call gemm one column at a time
+  GemmFn gemv_cols[kGgmlTypeCount] = {};
+  // by weight type: gemm sums every output in vec_dot's order, whatever the column count
+  bool gemm_is_vec_dot[kGgmlTypeCount] = {};
 };
 
 // The best level this CPU runs, or the one STRIX_ISA names (read once).

@@ -658,6 +658,70 @@ void simd_dot_q6_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   *s = hsum_f32x8(acc);
 }
 
+// Q6_K for several activation rows in vec_dot's order, bit for bit: per
+// (row, column) the same int32 lanes per super-block (exact), the same
+// fma(d, lanes, acc) and the same final hsum, with each super-block's 6-bit
+// quants and scales unpacked once for kCols columns.
+template <int kCols>
+inline void q6k_row_cols(int nb, const BlockQ6_K* x, const uint8_t* y, size_t by, int cc, float* out, size_t bs) {
+  const __m256i mask4 = _mm256_set1_epi8(0x0F);
+  const __m256i mask2 = _mm256_set1_epi8(0x03);
+  __m256 acc[kCols];
+  for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
+  for (int i = 0; i < nb; ++i) {
+    __m256i q[8], sc[8];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i sc8 = _mm256_broadcastsi128_si256(
+          _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[i].scales + 8 * h))));
+      const uint8_t* ql = x[i].ql + 64 * h;
+      const __m256i qh = load256(x[i].qh + 32 * h);
+      const __m256i l0 = load256(ql);
+      const __m256i l1 = load256(ql + 32);
+      const __m256i low[4] = {_mm256_and_si256(l0, mask4), _mm256_and_si256(l1, mask4),
+                              _mm256_and_si256(_mm256_srli_epi16(l0, 4), mask4),
+                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), mask4)};
+      for (int g = 0; g < 4; ++g) {
+        const __m256i hi2 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
+        q[4 * h + g] = _mm256_or_si256(low[g], _mm256_slli_epi16(hi2, 4));
+        sc[4 * h + g] = broadcast_word_pair(sc8, 2 * g);
+      }
+    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
+    const float dx = fp16_scalar(x[i].d);
+    for (int c = 0; c < kCols; ++c) {
+      if (c >= cc) break;
+      const BlockQ8_K& yb = reinterpret_cast<const BlockQ8_K*>(y + c * by)[i];
+      __m256i sumi0 = _mm256_setzero_si256(), sumi1 = _mm256_setzero_si256();
+      for (int k = 0; k < 8; k += 2) {
+        sumi0 = madd_acc(sumi0, _mm256_maddubs_epi16(q[k], load256(yb.qs + 32 * k)), sc[k]);
+        sumi1 = madd_acc(sumi1, _mm256_maddubs_epi16(q[k + 1], load256(yb.qs + 32 * k + 32)), sc[k + 1]);
+      }
+      const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(yb.bsums), sc16), 5);
+      const __m256i total = _mm256_sub_epi32(_mm256_add_epi32(sumi0, sumi1), offset);
+      acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(dx * yb.d), _mm256_cvtepi32_ps(total), acc[c]);
+    }
+  }
+  for (int c = 0; c < cc; ++c) out[c * bs] = hsum_f32x8(acc[c]);
+}
+
+void simd_gemm_q6_K(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
+                    size_t bs) {
+  constexpr int kCols = 4;
+  const auto* x = static_cast<const uint8_t*>(vx);
+  const auto* y = static_cast<const uint8_t*>(vy);
+  for (int c0 = 0; c0 < nc; c0 += kCols) {
+    const int cc = std::min(kCols, nc - c0);
+    for (int r = 0; r < nr; ++r) {
+      if (cc == 1) {
+        simd_dot_q6_K_q8_K(n, s + c0 * bs + r, x + r * bx, y + c0 * by);
+      } else {
+        q6k_row_cols<kCols>(n / 256, reinterpret_cast<const BlockQ6_K*>(x + r * bx), y + c0 * by, by, cc,
+                            s + c0 * bs + r, bs);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- F16 x F16
 
 #if !defined(__AVX512F__)  // the AVX-512 level has ggml's 16-lane order below
@@ -1485,6 +1549,8 @@ inline void fill_x86_simd(CpuKernels& k) {
   set_dot(k, GgmlType::Q4_K, simd_dot_q4_K_q8_K);
   set_dot(k, GgmlType::Q5_K, simd_dot_q5_K_q8_K);
   set_dot(k, GgmlType::Q6_K, simd_dot_q6_K_q8_K);
+  k.gemm[static_cast<uint32_t>(GgmlType::Q6_K)] = simd_gemm_q6_K;
+  k.gemm_is_vec_dot[static_cast<uint32_t>(GgmlType::Q6_K)] = true;
 #if defined(__AVX512F__)
   set_dot(k, GgmlType::F16, simd_dot_f16_f16_zen4);
   set_dot(k, GgmlType::F32, simd_dot_f32_f32_zen4);
