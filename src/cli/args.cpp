@@ -682,18 +682,19 @@ std::vector<Option> build_table() {
        "N",
        "LLAMA_ARG_THINK_BUDGET",
        E,
-       "token budget for thinking: -1 for unrestricted, 0 for immediate end, N>0 for token budget (default: -1; "
-       "N>0 is not implemented in Strix)",
+       "token budget for thinking: -1 for unrestricted, 0 for immediate end, N>0 for token budget (default: -1)",
        [](P p, V v) {
          const int32_t x = to_int(v);
          if (x < -1) throw Error("invalid value");
-         if (x > 0) {
-           throw Refusal("--reasoning-budget " + v +
-                         " is not implemented: a positive budget needs llama.cpp's reasoning-budget sampler (it "
-                         "forces the end-of-thinking tag after N tokens), which Strix does not have; use -1 or 0");
-         }
          p.reasoning_budget = x;
        }});
+  add({{"--reasoning-budget-message"},
+       {},
+       "MESSAGE",
+       "LLAMA_ARG_THINK_BUDGET_MESSAGE",
+       E,
+       "message injected before the end-of-thinking tag when reasoning budget is exhausted (default: none)",
+       [](P p, V v) { p.reasoning_budget_message = v; }});
   return t;
 }
 

@@ -44,7 +44,8 @@ struct CliParams {
   std::string chat_template;         // --chat-template: Jinja source or a built-in name (chat/builtin_templates.h)
   std::string chat_template_kwargs;  // JSON object text
   std::string reasoning_format = "auto";
-  int32_t reasoning_budget = -1;  // -1 unlimited, 0: thinking off (enable_thinking = false); > 0 refused
+  int32_t reasoning_budget = -1;  // -1 unlimited, 0: thinking off (enable_thinking = false), N > 0: budget sampler
+  std::string reasoning_budget_message;  // forced before the end-of-thinking tag when the budget is spent
   std::string json_schema;        // -j / -jf text (converted to GBNF when the converter exists)
   // context and compute
   int32_t n_predict = -1;

@@ -37,6 +37,16 @@ std::string token_text(const tok::Vocab& v, int32_t id) {
   return id >= 0 && id < v.n_tokens() ? v.tokens[static_cast<size_t>(id)].text : std::string();
 }
 
+// The text add_generation_prompt appends to the rendered chat (llama.cpp's
+// common_chat_params::generation_prompt), e.g. "<|im_start|>assistant\n<think>\n".
+std::string generation_prompt(const ChatHistory& chat) {
+  const std::string with = chat.render(/*add_generation_prompt=*/true);
+  const std::string without = chat.render(/*add_generation_prompt=*/false);
+  size_t n = 0;
+  while (n < with.size() && n < without.size() && with[n] == without[n]) ++n;
+  return with.substr(n);
+}
+
 void log(const CliParams& p, const std::string& line) {
   if (!p.log_disable) std::fprintf(stderr, "%s", line.c_str());
 }
@@ -138,6 +148,22 @@ int run(CliParams& p) {
 
   // the model's suppressed tokens get a -inf bias, as common_sampler adds them
   p.sampling.suppress_tokens = sampling::load_suppress_tokens(model->file(), vocab.n_tokens());
+  // --reasoning-budget N > 0: the reasoning-budget sampler over the chat
+  // template's thinking tags (<think> ... </think>), as llama.cpp configures it
+  // from the chat parameters; without a chat, or with a template that has no
+  // thinking tags, there is nothing to count and the budget has no effect.
+  constexpr const char* kThinkOpen = "<think>";
+  constexpr const char* kThinkClose = "</think>";
+  if (p.reasoning_budget > 0) {
+    if (format_chat && tmpl.find(kThinkOpen) != std::string::npos) {
+      p.sampling.reasoning_budget_tokens = p.reasoning_budget;
+      p.sampling.reasoning_budget_start = tk.tokenize(kThinkOpen, false, true);
+      p.sampling.reasoning_budget_end = {tk.tokenize(kThinkClose, false, true)};
+      p.sampling.reasoning_budget_forced = tk.tokenize(p.reasoning_budget_message + kThinkClose, false, true);
+    } else {
+      log(p, "main: --reasoning-budget: no chat template with thinking tags (<think>), the budget has no effect\n");
+    }
+  }
   sampling::Sampler sampler(p.sampling, tk, static_cast<int32_t>(n_ctx));
   log(p, "main: sampler seed: " + std::to_string(sampler.seed()) + "\n" + "main: " + sampler.describe() + "\n");
   const bool color = p.color == -1 ? stdout_can_color() : p.color == 1;
@@ -191,6 +217,9 @@ int run(CliParams& p) {
     const bool first_turn_given = !p.prompt.empty();
     bool need_insert_eot = false;
     auto reply = [&]() -> Generator::Stop {
+      // Each reply starts from the generation prompt's state: counting when
+      // the template opened a thinking block for it.
+      if (format_chat && sampler.has_reasoning_budget()) sampler.prime_reasoning_budget(generation_prompt(chat));
       tok::StreamDetokenizer detok(tk);
       std::string text;
       const auto stop = gen.generate(n_predict, p.antiprompt, detok, text);

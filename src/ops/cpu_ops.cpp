@@ -250,10 +250,10 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
   const int bs = kv.block_size();
   const size_t k_dim = static_cast<size_t>(kv.k_dim()), v_dim = static_cast<size_t>(kv.v_dim());
 
-  // per-thread scratch: [acc 64 x hdv][q16 hdk halves][scores n_ctx]
+  // per-thread scratch: [acc 64 x hdv][the query rounded to f16, hdk][scores n_ctx]
   float* acc = e.scratch();
-  auto* q16 = reinterpret_cast<uint16_t*>(acc + 64 * hdv);
-  float* scores = acc + 64 * hdv + (hdk + 1) / 2 + 16;
+  float* qf = acc + 64 * hdv;
+  float* scores = acc + 64 * hdv + hdk + 16;
 
   const int64_t n_tasks = static_cast<int64_t>(s.n_tokens) * hp.n_head;
   int64_t counted_t = -1;
@@ -278,15 +278,15 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
     const int32_t n_cells = p + 1;
 
     // scores = (q.k) * scale over cells [0, p]; cells outside the window are masked
-    vo.to_f16(hdk, q + t * q_stride + h * hdk, q16);
+    vo.round_f16(hdk, q + t * q_stride + h * hdk, 1.0f, qf);
     for (int32_t c = 0; c < first; ++c) scores[c] = -INFINITY;
     for (int32_t c = first; c <= p;) {
       const int32_t end = std::min(p + 1, (c / bs + 1) * bs);
       const uint16_t* kb = kv.k_row(il, seq, c) + kvh * hdk;
       if (one_token) {
-        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot_vecdot(hdk, kb, q16) * kq_scale;
+        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot_vecdot(hdk, kb, qf) * kq_scale;
       } else {
-        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot(hdk, kb, q16) * kq_scale;
+        for (int32_t cc = c; cc < end; ++cc, kb += k_dim) scores[cc] = vo.attn_dot(hdk, kb, qf) * kq_scale;
       }
       c = end;
     }
@@ -298,7 +298,7 @@ void attention(Exec& e, Step& s, int64_t il, const float* q, int64_t q_stride, f
     if (sinks) sum += static_cast<double>(std::exp(sinks[h] - mx));
     const float inv = static_cast<float>(1.0 / sum);
     // probabilities rounded to f16 (ggml converts kq for the f16 V product)
-    for (int32_t c = first; c <= p; ++c) scores[c] = fp16_to_fp32(fp32_to_fp16(scores[c] * inv));
+    vo.round_f16(n_cells - first, scores + first, inv, scores + first);
 
     std::memset(acc, 0, sizeof(float) * lanes * hdv);
     for (int32_t c = first; c <= p;) {

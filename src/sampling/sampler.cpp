@@ -16,8 +16,12 @@
 #include <limits>
 
 #include "core/error.h"
+#include <cctype>
+#include <climits>
+
 #include "grammar/grammar.h"
 #include "sampling/candidates.h"
+#include "sampling/reasoning_budget.h"
 #include "sampling/stages.h"
 #include "tokenizer/tokenizer.h"
 
@@ -111,6 +115,33 @@ struct Sampler::Impl {
   Candidates cur_p;
   std::vector<std::pair<int32_t, float>> top;  // top_probs()
   std::unique_ptr<grammar::Matcher> matcher;
+  std::unique_ptr<ReasoningBudget> budget;
+
+  // common_sampler's grammar_should_apply: a lazy grammar stays out of a
+  // thinking block (while the budget counts or forces).
+  bool grammar_applies() const {
+    if (!matcher) return false;
+    if (!budget || !params.grammar_lazy) return true;
+    const BudgetState st = budget->state();
+    return st == BudgetState::kIdle || st == BudgetState::kDone;
+  }
+
+  // Feeds the generation prompt's tokens to the budget, as common_sampler_init
+  // does with its prefill tokens: tokenized with special tokens parsed, minus
+  // a first token that is only the space some tokenizers put before a leading
+  // special token.
+  void prime_budget(const std::string& generation_prompt) {
+    if (generation_prompt.empty()) return;
+    const std::vector<int32_t> ids = tokenizer.tokenize(generation_prompt, /*add_special=*/false, /*parse_special=*/true);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (i == 0) {
+        const std::string piece = tokenizer.token_to_piece(ids[i], /*special=*/true);
+        const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+        if (!piece.empty() && space(piece[0]) && !space(generation_prompt[0])) continue;
+      }
+      budget->accept(ids[i]);
+    }
+  }
 
   void load(std::span<const float> logits) {
     for (int32_t i = 0; i < n_vocab; ++i) {
@@ -239,6 +270,21 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
     s.matcher = std::make_unique<grammar::Matcher>(std::move(g), tokenizer, std::move(lazy));
   }
 
+  // common_sampler_init arms the budget with tags and a budget (unlimited is
+  // INT_MAX), or with tags and a lazy grammar, which it keeps out of the block.
+  if (!params.reasoning_budget_start.empty() && !params.reasoning_budget_end.empty() &&
+      (params.grammar_lazy || params.reasoning_budget_tokens >= 0)) {
+    for (int32_t t : params.reasoning_budget_start) s.check_token(t);
+    for (const auto& seq : params.reasoning_budget_end) {
+      for (int32_t t : seq) s.check_token(t);
+    }
+    for (int32_t t : params.reasoning_budget_forced) s.check_token(t);
+    s.budget = std::make_unique<ReasoningBudget>(
+        &tokenizer, std::vector<TokenSeq>{params.reasoning_budget_start}, params.reasoning_budget_end,
+        params.reasoning_budget_forced, params.reasoning_budget_tokens < 0 ? INT_MAX : params.reasoning_budget_tokens);
+    s.prime_budget(params.generation_prompt);
+  }
+
   s.cur.resize(static_cast<size_t>(s.n_vocab));
   if (params.n_probs > 0) s.top.reserve(static_cast<size_t>(params.n_probs));
 }
@@ -252,13 +298,15 @@ int32_t Sampler::sample(std::span<const float> logits) {
                 std::to_string(s.n_vocab));
   }
   s.load(logits);
+  if (s.budget) s.budget->apply(s.cur_p);  // first, on the full row
   int32_t id = s.run_chain();
-  if (s.matcher) {
+  if (s.grammar_applies()) {
     // Grammar-based rejection sampling: keep the draw if the grammar allows it.
     TokenData single{id, 1.0f, 0.0f};
     s.matcher->apply(&single, 1);
     if (single.logit == -INFINITY) {
       s.load(logits);
+      if (s.budget) s.budget->apply(s.cur_p);
       s.matcher->apply(s.cur_p.data, s.cur_p.size);
       id = s.run_chain();
     }
@@ -280,7 +328,20 @@ int32_t Sampler::sample(std::span<const float> logits) {
 void Sampler::accept(int32_t token, bool accept_grammar) {
   Impl& s = *impl_;
   s.check_token(token);
-  if (s.matcher && accept_grammar) s.matcher->accept(token);
+  // Decided before the budget sees the token: the token that closes a block
+  // still belongs to the block.
+  const bool to_grammar = accept_grammar && s.grammar_applies();
+  if (s.budget && accept_grammar) {
+    s.budget->accept(token);
+    // A lazy grammar kept out of the block missed the end tag, which may be
+    // its trigger: replay it once the block is over.
+    if (s.matcher && !to_grammar && s.budget->state() == BudgetState::kDone) {
+      if (const TokenSeq* end = s.budget->end_match()) {
+        for (int32_t t : *end) s.matcher->accept(t);
+      }
+    }
+  }
+  if (to_grammar) s.matcher->accept(token);
   for (const StepPtr& step : s.chain) step->accept(token);
 }
 
@@ -289,6 +350,17 @@ void Sampler::reset() {
   for (const StepPtr& step : s.chain) step->reset();
   if (s.matcher) s.matcher->reset();
 }
+
+bool Sampler::has_reasoning_budget() const { return impl_->budget != nullptr; }
+
+void Sampler::prime_reasoning_budget(const std::string& generation_prompt) {
+  Impl& s = *impl_;
+  if (!s.budget) return;
+  s.budget->reset();
+  s.prime_budget(generation_prompt);
+}
+
+bool Sampler::reasoning_budget_force() { return impl_->budget && impl_->budget->force(); }
 
 std::span<const std::pair<int32_t, float>> Sampler::top_probs() const { return impl_->top; }
 

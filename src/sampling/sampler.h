@@ -79,6 +79,17 @@ struct Params {
   bool grammar_lazy = false;
   std::vector<std::string> grammar_trigger_patterns;  // lazy grammar: regexes that switch it on
   std::vector<int32_t> grammar_trigger_tokens;
+  // The reasoning budget (common_params_sampling's reasoning_budget_*, see
+  // reasoning_budget.h): with a start and an end sequence, and a budget >= 0
+  // or a lazy grammar, it runs on the full row before everything else and
+  // sees the generated tokens. The tokens of generation_prompt (the chat
+  // template's generation prompt, e.g. "<|im_start|>assistant\n<think>\n")
+  // prime it, so a prompt that opens the block starts it counting.
+  int32_t reasoning_budget_tokens = -1;                    // -1: unlimited
+  std::vector<int32_t> reasoning_budget_start;             // opens a thinking block ("<think>")
+  std::vector<std::vector<int32_t>> reasoning_budget_end;  // any of them closes it ("</think>")
+  std::vector<int32_t> reasoning_budget_forced;            // forced once the budget is spent (message + end tag)
+  std::string generation_prompt;
 };
 
 // "--samplers" value: names separated by ';' (penalties;dry;top_n_sigma;top_k;
@@ -102,13 +113,24 @@ class Sampler {
   // Appends the emitted token to the history (penalties, DRY, grammar). Throws
   // strix::Error for an id outside the vocabulary or one the grammar forbids.
   // accept_grammar = false: history only (common_sampler_accept's flag; the
-  // CLI feeds prompt tokens that way, the grammar constrains only the output).
+  // CLI feeds prompt tokens that way, the grammar constrains only the output,
+  // and the reasoning budget counts only the output).
   void accept(int32_t token, bool accept_grammar = true);
   // common_sampler_reset: every stage resets as libllama's do (penalty/DRY
   // history cleared, mirostat mu restored, and the dist/xtc/mirostat RNGs
   // re-seeded from Params::seed, a fresh random seed for the default), and
-  // the grammar restarts.
+  // the grammar restarts. The reasoning budget keeps its state, as
+  // common_sampler_reset leaves it alone (prime_reasoning_budget restarts it).
   void reset();
+
+  // Reasoning budget (none unless Params configured one). prime: back to
+  // "outside a block" with a full budget, then the tokens of a generation
+  // prompt are fed to it as at construction (for a new turn of a chat).
+  bool has_reasoning_budget() const;
+  void prime_reasoning_budget(const std::string& generation_prompt);
+  // common_sampler_reasoning_budget_force: inside a block that is still
+  // counting, start forcing the end tag now. False otherwise.
+  bool reasoning_budget_force();
 
   // After sample() with n_probs > 0: (token, probability) of the candidates as
   // the chain left them, most probable first (llama.cpp's n_probs output).

@@ -42,11 +42,11 @@ double softmax_exp_scalar(int64_t n, float* x, float max) {
 
 // ggml_vec_dot_f16 (AVX-512 build): four 16-lane FMA accumulators over
 // 64-element steps, folded (0+2, 1+3, 0+1), reduced, then the tail in double.
-float dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y) {
+float dot_f16_vecdot_order(int n, const uint16_t* x, const float* y) {
   const int np = n & ~63;
   if (np == 0) {  // short heads: ggml's leftover loop only
     double sum = 0;
-    for (int i = 0; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+    for (int i = 0; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * y[i]);
     return static_cast<float>(sum);
   }
   float acc[4][16] = {};
@@ -54,7 +54,7 @@ float dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y) {
     for (int j = 0; j < 4; ++j) {
       for (int l = 0; l < 16; ++l) {
         const int e = i + j * 16 + l;
-        acc[j][l] = std::fma(fp16_to_fp32(x[e]), fp16_to_fp32(y[e]), acc[j][l]);
+        acc[j][l] = std::fma(fp16_to_fp32(x[e]), y[e], acc[j][l]);
       }
     }
   }
@@ -64,15 +64,19 @@ float dot_f16_vecdot_order(int n, const uint16_t* x, const uint16_t* y) {
   }
   for (int l = 0; l < 16; ++l) acc[0][l] = acc[0][l] + acc[1][l];
   double sum = np > 0 ? static_cast<double>(attn_ref::reduce16(acc[0])) : 0.0;
-  for (int i = np; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * fp16_to_fp32(y[i]));
+  for (int i = np; i < n; ++i) sum += static_cast<double>(fp16_to_fp32(x[i]) * y[i]);
   return static_cast<float>(sum);
 }
 
-float attn_dot_scalar(int n, const uint16_t* k, const uint16_t* q) {
+void round_f16_scalar(int64_t n, const float* x, float scale, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = fp16_to_fp32(fp32_to_fp16(x[i] * scale));
+}
+
+float attn_dot_scalar(int n, const uint16_t* k, const float* q) {
   if (n % 16 != 0) return dot_f16_vecdot_order(n, k, q);
   float acc[16] = {};
   for (int c = 0; c < n; c += 16) {
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(fp16_to_fp32(k[c + l]), fp16_to_fp32(q[c + l]), acc[l]);
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(fp16_to_fp32(k[c + l]), q[c + l], acc[l]);
   }
   return attn_ref::reduce16(acc);
 }
@@ -126,6 +130,7 @@ void fill_vec_ops_scalar(VecOps& v) {
   v.attn_acc = attn_acc_scalar;
   v.attn_reduce = attn_reduce_scalar;
   v.attn_dot_vecdot = dot_f16_vecdot_order;
+  v.round_f16 = round_f16_scalar;
 }
 
 }  // namespace detail

@@ -27,7 +27,8 @@ struct VecOps {
   // exactly as libllama's do:
   // q.k over n halves: one 16-lane FMA chain reduced like GCC's
   // _mm512_reduce_add_ps when n % 16 == 0 (tinyBLAS), else ggml_vec_dot_f16.
-  float (*attn_dot)(int n, const uint16_t* k, const uint16_t* q);
+  // q holds the query's f16 values as floats (round_f16 of it).
+  float (*attn_dot)(int n, const uint16_t* k, const float* q);
   // x[i] = exp(x[i] - max) for i < n (ggml's 16-lane expf, lanes counted
   // from cell 0, cells past n count as 0); returns the sum as ggml adds it.
   double (*attn_exp)(int n, float* x, float max);
@@ -43,7 +44,10 @@ struct VecOps {
   // _mm512_reduce_add_ps order.
   void (*attn_reduce)(int hd, int lanes, float* acc, float* out);
   // q.k over n halves in ggml_vec_dot_f16's order (one token per sequence).
-  float (*attn_dot_vecdot)(int n, const uint16_t* k, const uint16_t* q);
+  float (*attn_dot_vecdot)(int n, const uint16_t* k, const float* q);
+  // out[i] = float(f16(x[i] * scale)) (round to nearest even): queries and
+  // probabilities as ggml converts them for its f16 products.
+  void (*round_f16)(int64_t n, const float* x, float scale, float* out);
 };
 
 // The table matching cpu_kernels()'s level.

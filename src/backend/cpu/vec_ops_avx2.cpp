@@ -45,15 +45,15 @@ inline float reduce16(__m256 lo, __m256 hi) {
   return _mm_cvtss_f32(_mm_add_ss(t2, _mm_movehdup_ps(t2)));
 }
 
-float attn_dot_vecdot_avx2(int n, const uint16_t* k, const uint16_t* q);
+float attn_dot_vecdot_avx2(int n, const uint16_t* k, const float* q);
 
-float attn_dot_avx2(int n, const uint16_t* k, const uint16_t* q) {
+float attn_dot_avx2(int n, const uint16_t* k, const float* q) {
   // tinyBLAS declines k % 16 != 0: ggml_vec_dot_f16's order then, in any batch
   if (n % 16 != 0) return attn_dot_vecdot_avx2(n, k, q);
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int c = 0; c < n; c += 16) {
-    lo = _mm256_fmadd_ps(load_h8(k + c), load_h8(q + c), lo);
-    hi = _mm256_fmadd_ps(load_h8(k + c + 8), load_h8(q + c + 8), hi);
+    lo = _mm256_fmadd_ps(load_h8(k + c), _mm256_loadu_ps(q + c), lo);
+    hi = _mm256_fmadd_ps(load_h8(k + c + 8), _mm256_loadu_ps(q + c + 8), hi);
   }
   return reduce16(lo, hi);
 }
@@ -172,8 +172,9 @@ void attn_reduce_avx2(int hd, int lanes, float* acc, float* out) {
 }
 
 // ggml_vec_dot_f16 (AVX-512 build): four 16-lane accumulators over 64-element
-// steps, folded 0+2, 1+3, 0+1, reduced, then the tail in double.
-float attn_dot_vecdot_avx2(int n, const uint16_t* k, const uint16_t* q) {
+// steps, folded 0+2, 1+3, 0+1, reduced, then the tail in double: each tail
+// product is a float product (computed 8 at a time), added in order.
+float attn_dot_vecdot_avx2(int n, const uint16_t* k, const float* q) {
   const int np = n & ~63;
   double sum = 0;
   if (np > 0) {
@@ -181,16 +182,36 @@ float attn_dot_vecdot_avx2(int n, const uint16_t* k, const uint16_t* q) {
     for (auto& r : a) r = _mm256_setzero_ps();
     for (int i = 0; i < np; i += 64) {
       for (int j = 0; j < 4; ++j) {
-        a[2 * j] = _mm256_fmadd_ps(load_h8(k + i + 16 * j), load_h8(q + i + 16 * j), a[2 * j]);
-        a[2 * j + 1] = _mm256_fmadd_ps(load_h8(k + i + 16 * j + 8), load_h8(q + i + 16 * j + 8), a[2 * j + 1]);
+        a[2 * j] = _mm256_fmadd_ps(load_h8(k + i + 16 * j), _mm256_loadu_ps(q + i + 16 * j), a[2 * j]);
+        a[2 * j + 1] = _mm256_fmadd_ps(load_h8(k + i + 16 * j + 8), _mm256_loadu_ps(q + i + 16 * j + 8), a[2 * j + 1]);
       }
     }
     const __m256 lo0 = _mm256_add_ps(a[0], a[4]), hi0 = _mm256_add_ps(a[1], a[5]);
     const __m256 lo1 = _mm256_add_ps(a[2], a[6]), hi1 = _mm256_add_ps(a[3], a[7]);
     sum = static_cast<double>(reduce16(_mm256_add_ps(lo0, lo1), _mm256_add_ps(hi0, hi1)));
   }
-  for (int i = np; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(k[i]) * _cvtsh_ss(q[i]));
+  int i = np;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 pr = _mm256_mul_ps(load_h8(k + i), _mm256_loadu_ps(q + i));
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(pr));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(pr, 1));
+    alignas(32) double d[8];
+    _mm256_store_pd(d, lo);
+    _mm256_store_pd(d + 4, hi);
+    for (int l = 0; l < 8; ++l) sum += d[l];
+  }
+  for (; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(k[i]) * q[i]);
   return static_cast<float>(sum);
+}
+
+void round_f16_avx2(int64_t n, const float* x, float scale, float* out) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
 }
 
 }  // namespace
@@ -204,6 +225,7 @@ void fill_vec_ops_avx2(VecOps& v) {
   v.attn_dot = attn_dot_avx2;
   v.attn_exp = attn_exp_avx2;
   v.attn_acc = attn_acc_avx2;
+  v.round_f16 = round_f16_avx2;
   v.attn_reduce = attn_reduce_avx2;
   v.attn_dot_vecdot = attn_dot_vecdot_avx2;
 }
