@@ -194,10 +194,8 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
   HttpReply r;
   r.streams.push_back(engine_.submit(std::move(g)));
   const std::string id = random_id("msg_"), model = cfg_.alias;
-  // Which stop sequence matched is known when there is only one.
-  const json stop_seq = stops.size() == 1 ? json(stops[0]) : json(nullptr);
   if (!stream) {
-    r.on_done = [id, model, plan, stop_seq](std::vector<GenResult>& res) {
+    r.on_done = [id, model, plan](std::vector<GenResult>& res) {
       const GenEvent& e = res[0].last;
       if (e.finish == Finish::kError) {
         return json_reply({{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.error}}}}, 500);
@@ -217,7 +215,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
                          {"model", model},
                          {"content", content},
                          {"stop_reason", stop_reason(e.finish, !pm.tool_calls.empty())},
-                         {"stop_sequence", e.finish == Finish::kWord ? stop_seq : json(nullptr)},
+                         {"stop_sequence", e.finish == Finish::kWord ? json(e.stop_word) : json(nullptr)},
                          {"usage",
                           {{"input_tokens", e.n_prompt - e.n_cached},
                            {"output_tokens", e.n_gen},
@@ -244,7 +242,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
     explicit State(const ChatPlan& p) : parser(p) {}
   };
   auto st = std::make_shared<State>(plan);
-  r.on_event = [st, stop_seq](size_t, const GenEvent& e) -> std::string {
+  r.on_event = [st](size_t, const GenEvent& e) -> std::string {
     if (e.done && e.finish == Finish::kError) {
       return sse_event("error", {{"type", "error"}, {"error", {{"type", "api_error"}, {"message", e.error}}}});
     }
@@ -291,7 +289,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
       out += sse_event("message_delta", {{"type", "message_delta"},
                                          {"delta",
                                           {{"stop_reason", stop_reason(e.finish, st->parser.saw_tool_call())},
-                                           {"stop_sequence", e.finish == Finish::kWord ? stop_seq : json(nullptr)}}},
+                                           {"stop_sequence", e.finish == Finish::kWord ? json(e.stop_word) : json(nullptr)}}},
                                          {"usage",
                                           {{"input_tokens", e.n_prompt - e.n_cached},
                                            {"output_tokens", e.n_gen},

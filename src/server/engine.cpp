@@ -336,10 +336,14 @@ void Engine::preempt(Slot& s) {
 // stop string; a stop string ends the request (the text ends before it).
 void Engine::feed_text(Slot& s, bool final) {
   size_t cut = std::string::npos;
+  const std::string* matched = nullptr;
   for (const std::string& stop : s.req.stop) {
     if (stop.empty()) continue;
     const size_t at = s.text.find(stop, s.sent);
-    if (at != std::string::npos && (cut == std::string::npos || at < cut)) cut = at;
+    if (at != std::string::npos && (cut == std::string::npos || at < cut)) {
+      cut = at;
+      matched = &stop;
+    }
   }
   size_t upto = s.text.size();
   if (cut != std::string::npos) {
@@ -370,6 +374,7 @@ void Engine::feed_text(Slot& s, bool final) {
   }
   if (cut != std::string::npos) {
     s.text.resize(cut);
+    s.stop_word = *matched;
     finish(s, Finish::kWord);
   }
 }
@@ -407,7 +412,9 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   e.n_gen = s.n_gen;
   e.n_cached = s.n_cached;
   e.error = error;
+  if (why == Finish::kWord) e.stop_word = s.stop_word;
   s.out->push(std::move(e));
+  s.stop_word.clear();
   ctx_.seq_truncate(s.seq, 0);  // the sequence's blocks go back to the pool (full ones stay cached)
   s.out.reset();
   s.req = GenRequest();

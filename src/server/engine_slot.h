@@ -31,6 +31,7 @@ struct Engine::Slot {
   int32_t row = -1;  // batch index of this slot's logits in the current step
   std::unique_ptr<tok::StreamDetokenizer> detok;
   std::string text;  // generated text so far
+  std::string stop_word;  // the stop string that ended it (for the final event)
   size_t sent = 0;   // bytes of `text` already pushed
   // n_probs > 0: each sampled token's probabilities, with the end of its text
   // in `text` once the detokenizer let that text out.

@@ -87,6 +87,7 @@ HttpReply Routes::completion_native(const std::string& text) {
                 {"tokens_evaluated", e.n_prompt},
                 {"tokens_cached", e.n_cached},
                 {"stop_type", stop_type(e.finish)},
+                {"stopping_word", e.stop_word},
                 {"truncated", false}};
   };
   if (stream) {

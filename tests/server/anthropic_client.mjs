@@ -45,12 +45,16 @@ const modes = {
     const final = await stream.finalMessage();
     const stopped = await client.messages.create(
         {model: 'm', max_tokens: n, temperature: 0, messages, stop_sequences: [stopArg]});
+    // several stop sequences: the one that matched is reported (here the second)
+    const stopped2 = await client.messages.create(
+        {model: 'm', max_tokens: n, temperature: 0, messages, stop_sequences: ['\u0001never', stopArg]});
     const count = await client.messages.countTokens({model: 'm', messages});
     return {text: r.content[0]?.text, type: r.type, role: r.role, stop_reason: r.stop_reason, usage: r.usage,
             blocks_text: blocks.content[0]?.text, events, stream_text: text, final_text: final.content[0]?.text,
             final_usage: final.usage, final_stop: final.stop_reason,
             stopped: {text: stopped.content[0]?.text, stop_reason: stopped.stop_reason,
                       stop_sequence: stopped.stop_sequence},
+            stopped2: {text: stopped2.content[0]?.text, stop_sequence: stopped2.stop_sequence},
             count: count.input_tokens};
   },
   async errors() {

@@ -74,13 +74,17 @@ const modes = {
   async native() {
     const r = await raw('/completion', {method: 'POST',
       body: JSON.stringify({prompt: 'Once upon a time', n_predict: n, temperature: 0})});
+    const stopped = await raw('/completion', {method: 'POST',
+      body: JSON.stringify({prompt: 'Once upon a time', n_predict: n, temperature: 0, stop: ['\u0001never', 'girl']})});
     const tok = await raw('/tokenize', {method: 'POST', body: JSON.stringify({content: 'Once upon a time'})});
     const detok = await raw('/detokenize', {method: 'POST', body: JSON.stringify({tokens: tok.body.tokens})});
     const tmpl = await raw('/apply-template', {method: 'POST', body: JSON.stringify({messages})});
     const models = await client.models.list();
     return {content: r.body.content, stop_type: r.body.stop_type, tokens_predicted: r.body.tokens_predicted,
             tokens: tok.body.tokens, detok: detok.body.content, prompt: tmpl.body.prompt,
-            models: models.data.map((m) => m.id)};
+            models: models.data.map((m) => m.id),
+            stopped: {content: stopped.body.content, stop_type: stopped.body.stop_type,
+                      stopping_word: stopped.body.stopping_word}};
   },
   async native_stream() {
     const r = await fetch(base + '/completion', {method: 'POST', headers: {Authorization: `Bearer ${apiKey}`},

@@ -171,6 +171,9 @@ TEST_F(ServeTest, completions_and_native_endpoints_match_libllama) {
   const json n = client("native");
   EXPECT_EQ(n.value("content", ""), e.text);
   EXPECT_EQ(n.value("stop_type", ""), static_cast<int>(e.gen.size()) == kN ? "limit" : "eos");
+  EXPECT_EQ(n["stopped"].value("content", ""), e.text.substr(0, at));  // two stops, the second matched
+  EXPECT_EQ(n["stopped"].value("stop_type", ""), "word");
+  EXPECT_EQ(n["stopped"].value("stopping_word", ""), "girl");
   // /tokenize: add_special false by default, as llama-server
   EXPECT_EQ(n["tokens"].get<std::vector<int32_t>>(), model_->tokenize(prompt, false, true));
   EXPECT_EQ(n.value("detok", ""), pieces(*model_, model_->tokenize(prompt, false, true)));
@@ -421,6 +424,8 @@ TEST_F(ServeTest, anthropic_messages_match_libllama_and_stream_in_order) {
   EXPECT_EQ(r["stopped"].value("text", ""), e.text.substr(0, at));
   EXPECT_EQ(r["stopped"].value("stop_reason", ""), "stop_sequence");
   EXPECT_EQ(r["stopped"].value("stop_sequence", ""), stop);
+  EXPECT_EQ(r["stopped2"].value("text", ""), e.text.substr(0, at));
+  EXPECT_EQ(r["stopped2"].value("stop_sequence", ""), stop);
   EXPECT_EQ(r.value("count", 0), static_cast<int>(e.prompt.size()));
 }
 
