@@ -155,6 +155,15 @@ int cmd_serve(int argc, char** argv) {
         throw Refusal("serve: --reasoning-format '" + reasoning_format +
                       "' is not implemented (none, deepseek and auto are)");
       }
+    } else if (a == "--reasoning-budget") {
+      // -1 (unlimited) is what the server does; the budget sampler is wired
+      // into `strix run` only (requests' thinking_budget_tokens are refused
+      // as unknown fields too).
+      const std::string v = value();
+      if (to_int(a, v, -1, 1 << 30) != -1) {
+        throw Refusal("serve: --reasoning-budget " + v +
+                      " is not implemented for the server (only -1, unlimited; `strix run` has the budget)");
+      }
     } else if (a == "--metrics") {
       metrics = true;
     } else if (a == "--slots") {

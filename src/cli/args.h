@@ -46,7 +46,7 @@ struct CliParams {
   std::string reasoning_format = "auto";
   int32_t reasoning_budget = -1;  // -1 unlimited, 0: thinking off (enable_thinking = false), N > 0: budget sampler
   std::string reasoning_budget_message;  // forced before the end-of-thinking tag when the budget is spent
-  std::string json_schema;        // -j / -jf text (converted to GBNF when the converter exists)
+  std::string json_schema;               // -j / -jf text (converted to GBNF when the converter exists)
   // context and compute
   int32_t n_predict = -1;
   int32_t n_ctx = 0;  // 0: the model's training context (llama.cpp's common_params default)

@@ -13,7 +13,8 @@ LibLlamaCommon::LibLlamaCommon() : lib_((LibLlama::get(), reference_dir() + "/" 
       "budget_state");
   reasoning_budget_get_state =
       lib_.fn<decltype(reasoning_budget_get_state)>("_Z33common_reasoning_budget_get_statePK13llama_sampler");
-  reasoning_budget_force = lib_.fn<decltype(reasoning_budget_force)>("_Z29common_reasoning_budget_forceP13llama_sampler");
+  reasoning_budget_force =
+      lib_.fn<decltype(reasoning_budget_force)>("_Z29common_reasoning_budget_forceP13llama_sampler");
   reasoning_budget_get_end_match =
       lib_.fn<decltype(reasoning_budget_get_end_match)>("_Z37common_reasoning_budget_get_end_matchPK13llama_sampler");
 }

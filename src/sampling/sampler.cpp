@@ -8,17 +8,18 @@
 // logit and dist then draws it. The grammar is not in the chain: the sampled
 // token is checked against it, and only when it is rejected the grammar masks
 // the full row and the chain runs again (common_sampler_sample with
-// grammar_first = false).
+// grammar_first = false). The reasoning budget (reasoning_budget.h) is not in
+// the chain either: it masks the full row first, sees only generated tokens,
+// and keeps a lazy grammar out of a thinking block.
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <cctype>
+#include <climits>
 #include <cmath>
 #include <limits>
 
 #include "core/error.h"
-#include <cctype>
-#include <climits>
-
 #include "grammar/grammar.h"
 #include "sampling/candidates.h"
 #include "sampling/reasoning_budget.h"
@@ -132,7 +133,8 @@ struct Sampler::Impl {
   // special token.
   void prime_budget(const std::string& generation_prompt) {
     if (generation_prompt.empty()) return;
-    const std::vector<int32_t> ids = tokenizer.tokenize(generation_prompt, /*add_special=*/false, /*parse_special=*/true);
+    const std::vector<int32_t> ids =
+        tokenizer.tokenize(generation_prompt, /*add_special=*/false, /*parse_special=*/true);
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i == 0) {
         const std::string piece = tokenizer.token_to_piece(ids[i], /*special=*/true);

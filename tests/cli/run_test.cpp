@@ -195,9 +195,6 @@ TEST(CliRun, refused_flags_on_a_real_model) {
   r = strix(model_args({"-p", "x", "--chat-template", "vicuna2", "-cnv"}));
   EXPECT_EQ(r.code, 1) << "neither a built-in name nor Jinja";
   EXPECT_NE(r.err.find("vicuna2"), std::string::npos) << r.err;
-  r = strix(model_args({"-p", "x", "--reasoning-budget", "16", "-cnv"}));
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("--reasoning-budget 16"), std::string::npos) << r.err;
   r = strix(model_args({"-p", "x", "--no-jinja", "--chat-template", "{{ messages[0]['content'] }}", "-cnv"}));
   EXPECT_EQ(r.code, 1) << "--no-jinja with Jinja source that matches no built-in format";
   EXPECT_NE(r.err.find("--no-jinja"), std::string::npos) << r.err;
