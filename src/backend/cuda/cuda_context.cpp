@@ -125,6 +125,7 @@ struct CudaContext::Impl {
   DevMem x, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
   DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
+  DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
   DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
   DevMem kcache, vcache;
   int64_t seq_cap = 0;
@@ -279,6 +280,9 @@ struct CudaContext::Impl {
     logits_dev = f32(hp.n_vocab, "the logits");
     ids = DevMem(sizeof(int32_t) * 4 * ub, "batch ids");
     xr = DevMem(sizeof(float) * ub * std::max<int64_t>(max_ne0, 1), "rounded activations");
+    const int64_t gq = std::min<int64_t>(ub, kGemvMaxTokens) * std::max<int64_t>(max_ne0, 32);
+    xq = DevMem(static_cast<size_t>(gq), "quantized activations");
+    xqd = DevMem(sizeof(float) * static_cast<size_t>(gq / 32), "quantized activation scales");
     if (ub > kGemvMaxTokens) {
       w16 = DevMem(sizeof(uint16_t) * std::max<int64_t>(max_w, 1), "the f16 weight scratch of the prefill GEMM");
       x16 = DevMem(sizeof(uint16_t) * ub * max_ne0, "the f16 activation scratch of the prefill GEMM");
@@ -316,15 +320,23 @@ struct CudaContext::Impl {
   struct Act {
     const float* p;
     int64_t stride;
+    const int8_t* q = nullptr;  // the integer GEMV's quantized activations (gemv_q), when set
+    const float* d = nullptr;
   };
   Act rounded(GgmlType t, const float* in, int64_t in_stride, int n, int64_t width) {
+    if (n <= kGemvMaxTokens && gemv_q_supported(t) && width % gemv_q_block(t) == 0) {
+      quantize_act(t, in, in_stride, n, width, xq.as<int8_t>(), F(xqd), st());
+      return {nullptr, 0, xq.as<int8_t>(), F(xqd)};
+    }
     if (round_activations(t, in, in_stride, n, width, F(xr), width, st())) return {F(xr), width};
     return {in, in_stride};
   }
 
   void matmul_act(const DevWeight& w, Act a, int n, float* y, int64_t y_stride, const float* bias) {
     if (n == 0) return;
-    if (n <= kGemvMaxTokens) {
+    if (a.q) {
+      gemv_q(w, a.q, a.d, n, y, y_stride, st());
+    } else if (n <= kGemvMaxTokens) {
       gemv(w, a.p, a.stride, n, y, y_stride, st());
     } else if (w.type == GgmlType::F32) {
       const float one = 1.0f, zero = 0.0f;

@@ -46,6 +46,17 @@ void dequant_f16(const DevWeight& w, uint16_t* out, cudaStream_t st);
 // writes nothing) for F32 weights, whose partner is F32 itself.
 bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, float* out,
                        int64_t out_stride, cudaStream_t st);
+// The integer decode GEMV (gemv_q.cu) for Q8_0, Q4_K and Q6_K weights:
+// quantize_act writes n rows of `width` activations as libllama's CPU partner
+// quantizer does (Q8_0 blocks of 32 for Q8_0 weights, Q8_K blocks of 256 for
+// K-quants): int8 q (packed rows of width) and one float d per block
+// (gemv_q_block(wtype) elements); gemv_q multiplies a weight with them, every
+// block product an exact int32 dot, y[t][r] for t < n.
+bool gemv_q_supported(GgmlType t);
+int gemv_q_block(GgmlType t);
+void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, int8_t* q, float* d,
+                  cudaStream_t st);
+void gemv_q(const DevWeight& w, const int8_t* q, const float* d, int n, float* y, int64_t y_stride, cudaStream_t st);
 // out[t][i] = half(x[t][i]), packed rows of `width`.
 void to_f16(const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out, cudaStream_t st);
 
