@@ -17,20 +17,8 @@ namespace strix::server {
 
 namespace {
 
-std::string block_text(const json& c, const std::string& where) {
-  if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) throw ApiError(400, where + " must be a string or an array of content blocks", where);
-  std::string out;
-  for (size_t j = 0; j < c.size(); ++j) {
-    const std::string w = where + "[" + std::to_string(j) + "]";
-    if (!c[j].is_object() || c[j].value("type", "") != "text" || !c[j].contains("text") ||
-        !c[j].at("text").is_string()) {
-      throw ApiError(400, w + ": only text blocks are implemented here", w + ".type");
-    }
-    check_fields(c[j], {"type", "text", "cache_control"}, {}, w + ".");
-    out += c[j].at("text").get<std::string>();
-  }
-  return out;
+std::string text_blocks(const json& c, const std::string& where) {
+  return text_parts(c, where, {"text"}, {"type", "text", "cache_control"}, "content blocks");
 }
 
 json template_kwargs(const json& b) {
@@ -46,7 +34,7 @@ ChatCall anthropic_chat_call(const json& b) {
   ChatCall call;
   call.tools_field = "tools";
   if (has_field(b, "system")) {
-    call.messages.push_back({{"role", "system"}, {"content", block_text(b.at("system"), "system")}});
+    call.messages.push_back({{"role", "system"}, {"content", text_blocks(b.at("system"), "system")}});
   }
   if (!has_field(b, "messages") || !b.at("messages").is_array() || b.at("messages").empty()) {
     throw ApiError(400, "messages: must be a non-empty array", "messages");
@@ -88,7 +76,7 @@ ChatCall anthropic_chat_call(const json& b) {
                               {"function", {{"name", get_string(blk, "name", "")}, {"arguments", input.dump()}}}});
       } else if (type == "tool_result" && role == "user") {
         check_fields(blk, {"type", "tool_use_id", "content", "is_error", "cache_control"}, {}, w + ".");
-        const std::string out = blk.contains("content") ? block_text(blk.at("content"), w + ".content") : "";
+        const std::string out = blk.contains("content") ? text_blocks(blk.at("content"), w + ".content") : "";
         call.messages.push_back(
             {{"role", "tool"}, {"tool_call_id", get_string(blk, "tool_use_id", "")}, {"content", out}});
       } else {
@@ -286,14 +274,15 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
       }
     }
     if (e.done) {
-      out += sse_event("message_delta", {{"type", "message_delta"},
-                                         {"delta",
-                                          {{"stop_reason", stop_reason(e.finish, st->parser.saw_tool_call())},
-                                           {"stop_sequence", e.finish == Finish::kWord ? json(e.stop_word) : json(nullptr)}}},
-                                         {"usage",
-                                          {{"input_tokens", e.n_prompt - e.n_cached},
-                                           {"output_tokens", e.n_gen},
-                                           {"cache_read_input_tokens", e.n_cached}}}});
+      out += sse_event("message_delta",
+                       {{"type", "message_delta"},
+                        {"delta",
+                         {{"stop_reason", stop_reason(e.finish, st->parser.saw_tool_call())},
+                          {"stop_sequence", e.finish == Finish::kWord ? json(e.stop_word) : json(nullptr)}}},
+                        {"usage",
+                         {{"input_tokens", e.n_prompt - e.n_cached},
+                          {"output_tokens", e.n_gen},
+                          {"cache_read_input_tokens", e.n_cached}}}});
       out += sse_event("message_stop", {{"type", "message_stop"}});
     }
     return out;

@@ -48,6 +48,27 @@ bool get_bool(const nlohmann::json& body, const char* key, bool def) {
   return v.get<bool>();
 }
 
+std::string text_parts(const nlohmann::json& c, const std::string& where, std::initializer_list<std::string_view> types,
+                       std::initializer_list<std::string_view> fields, const std::string& what) {
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) throw ApiError(400, where + " must be a string or an array of " + what, where);
+  std::string out;
+  for (size_t j = 0; j < c.size(); ++j) {
+    const std::string w = where + "[" + std::to_string(j) + "]";
+    const std::string type = c[j].is_object() ? c[j].value("type", "") : "";
+    bool known = false;
+    for (std::string_view t : types) known = known || type == t;
+    if (!known || !c[j].contains("text") || !c[j].at("text").is_string()) {
+      std::string names;
+      for (std::string_view t : types) names += (names.empty() ? "" : " and ") + std::string(t);
+      throw ApiError(400, w + ": only " + names + " " + what + " are implemented", w + ".type");
+    }
+    check_fields(c[j], fields, {}, w + ".");
+    out += c[j].at("text").get<std::string>();
+  }
+  return out;
+}
+
 std::string get_string(const nlohmann::json& body, const char* key, const std::string& def) {
   if (!has_field(body, key)) return def;
   const auto& v = body.at(key);

@@ -17,19 +17,8 @@ namespace strix::server {
 namespace {
 
 std::string item_text(const json& c, const std::string& where) {
-  if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) throw ApiError(400, where + " must be a string or an array of content parts", where);
-  std::string out;
-  for (size_t j = 0; j < c.size(); ++j) {
-    const std::string w = where + "[" + std::to_string(j) + "]";
-    const std::string type = c[j].is_object() ? c[j].value("type", "") : "";
-    if ((type != "input_text" && type != "output_text") || !c[j].contains("text") || !c[j].at("text").is_string()) {
-      throw ApiError(400, w + ": only input_text and output_text parts are implemented", w + ".type");
-    }
-    check_fields(c[j], {"type", "text", "annotations", "logprobs"}, {}, w + ".");
-    out += c[j].at("text").get<std::string>();
-  }
-  return out;
+  return text_parts(c, where, {"input_text", "output_text"}, {"type", "text", "annotations", "logprobs"},
+                    "content parts");
 }
 
 ChatCall responses_chat_call(const json& b) {

@@ -492,6 +492,11 @@ inline __m256i k_rows_sub(const KRows& k, int i, int j, const int8_t* y32) {
 }
 
 // One column against the prepared group: continues acc / accm (lanes = rows).
+// Gemm order (libllama's 4-column gemm): one fma per pair of sub-blocks.
+// Gemv order: the whole super-block's integer sums S and M of each row first
+// (exact), then acc = fma(float(S), d * da, acc) and accm = fma(float(M),
+// dmin * da, accm), as q4k_row does for one row.
+template <bool kGemvOrder>
 inline void k_rows_column(const KRows& k, const BlockQ8_K* a, int nb, float* acc_io, float* accm_io) {
   __m256 acc = _mm256_load_ps(acc_io);
   __m256 accm = _mm256_load_ps(accm_io);
@@ -502,23 +507,38 @@ inline void k_rows_column(const KRows& k, const BlockQ8_K* a, int nb, float* acc
     const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
     const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs16), _mm256_extracti128_si256(bs16, 1));
     const int8_t* yq = a[i].qs;
+    __m256i isum_all = _mm256_setzero_si256(), msum_all = _mm256_setzero_si256();
     for (int p = 0; p < 4; ++p) {
       const __m256i isum =
           _mm256_add_epi32(k_rows_sub(k, i, 2 * p, yq + 64 * p), k_rows_sub(k, i, 2 * p + 1, yq + 64 * p + 32));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
       // sums of sub-blocks 2p and 2p + 1 = int32 word p of bsum, in every lane
       const __m256i pair = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(bsum), _mm256_set1_epi32(p));
       const __m256i m = _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(k.mn[i][p])), pair);
-      accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), dm, accm);
+      if constexpr (kGemvOrder) {
+        isum_all = _mm256_add_epi32(isum_all, isum);
+        msum_all = _mm256_add_epi32(msum_all, m);
+      } else {
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), dm, accm);
+      }
+    }
+    if constexpr (kGemvOrder) {
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum_all), d, acc);
+      accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum_all), dm, accm);
     }
   }
   _mm256_store_ps(acc_io, acc);
   _mm256_store_ps(accm_io, accm);
 }
 
-// Gemm order, nr weight rows x nc activation rows (all gemm columns), lanes = rows.
-inline void q4k_gemm_rows(int nb_all, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, int nc,
-                          float* s, size_t bs) {
+// nr weight rows x nc activation rows, lanes = rows, every column summed in
+// the gemm order (kGemvOrder false: libllama's 4-column gemm) or the gemv
+// order (true: bit for bit q4k_gemv per column, what libllama computes for
+// MoE experts, mul_mat_id). Each group of 8 weight rows is unpacked once per
+// pass and, when a row is one pass, once for all columns.
+template <bool kGemvOrder>
+inline void q4k_rows(int nb_all, const uint8_t* x, size_t bx, int nr, const uint8_t* y, size_t by, int nc, float* s,
+                     size_t bs) {
   KRows k;
   constexpr int kCols = 64;
   alignas(32) float acc[kCols][8];
@@ -533,9 +553,10 @@ inline void q4k_gemm_rows(int nb_all, const uint8_t* x, size_t bx, int nr, const
       }
       for (int b0 = 0; b0 < nb_all; b0 += kKPass) {
         const int nb = std::min(kKPass, nb_all - b0);
-        k_rows_prepare(k, x + r0 * bx, bx, rr, b0, nb);
+        if (c0 == 0 || nb_all > kKPass) k_rows_prepare(k, x + r0 * bx, bx, rr, b0, nb);
         for (int c = 0; c < cc; ++c) {
-          k_rows_column(k, reinterpret_cast<const BlockQ8_K*>(y + (c0 + c) * by) + b0, nb, acc[c], accm[c]);
+          const auto* a = reinterpret_cast<const BlockQ8_K*>(y + (c0 + c) * by) + b0;
+          k_rows_column<kGemvOrder>(k, a, nb, acc[c], accm[c]);
         }
       }
       for (int c = 0; c < cc; ++c) {
@@ -547,73 +568,16 @@ inline void q4k_gemm_rows(int nb_all, const uint8_t* x, size_t bx, int nr, const
   }
 }
 
-// One column in the gemv order against the prepared group: per super-block
-// the whole integer sums S and M of each row (lanes), exact, then
-// acc = fma(float(S), d * da, acc), accm = fma(float(M), dmin * da, accm), as
-// q4k_row does for one row; the lanes only change which row is where.
-inline void k_rows_column_gemv(const KRows& k, const BlockQ8_K* a, int nb, float* acc_io, float* accm_io) {
-  __m256 acc = _mm256_load_ps(acc_io);
-  __m256 accm = _mm256_load_ps(accm_io);
-  for (int i = 0; i < nb; ++i) {
-    const __m256 da = _mm256_set1_ps(a[i].d);
-    const __m256 d = _mm256_mul_ps(_mm256_load_ps(k.d[i]), da);
-    const __m256 dm = _mm256_mul_ps(_mm256_load_ps(k.dmin[i]), da);
-    const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
-    const __m128i bsum = _mm_hadd_epi16(_mm256_castsi256_si128(bs16), _mm256_extracti128_si256(bs16, 1));
-    const int8_t* yq = a[i].qs;
-    __m256i isum = _mm256_setzero_si256(), msum = _mm256_setzero_si256();
-    for (int p = 0; p < 4; ++p) {
-      isum = _mm256_add_epi32(isum, _mm256_add_epi32(k_rows_sub(k, i, 2 * p, yq + 64 * p),
-                                                     k_rows_sub(k, i, 2 * p + 1, yq + 64 * p + 32)));
-      const __m256i pair = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(bsum), _mm256_set1_epi32(p));
-      msum = _mm256_add_epi32(msum,
-                              _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(k.mn[i][p])), pair));
-    }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), d, acc);
-    accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), dm, accm);
-  }
-  _mm256_store_ps(acc_io, acc);
-  _mm256_store_ps(accm_io, accm);
-}
-
-// Q4_K, every column in the gemv order (bit for bit q4k_gemv per column), for
-// many columns at once: what libllama computes for MoE experts (mul_mat_id),
-// with each group of 8 weight rows unpacked once for up to 64 columns.
+// Q4_K for MoE experts: every column in the gemv order; a lone column by rows.
 inline void gemv_cols_q4_K(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
                            size_t bs) {
   const auto* x = static_cast<const uint8_t*>(vx);
   const auto* y = static_cast<const uint8_t*>(vy);
-  const int nb_all = n / 256;
   if (nc < 2) {
-    for (int c = 0; c < nc; ++c) q4k_gemv(nb_all, x, bx, nr, y + c * by, s + c * bs);
+    for (int c = 0; c < nc; ++c) q4k_gemv(n / 256, x, bx, nr, y + c * by, s + c * bs);
     return;
   }
-  KRows k;
-  constexpr int kCols = 64;
-  alignas(32) float acc[kCols][8];
-  alignas(32) float accm[kCols][8];
-  for (int r0 = 0; r0 < nr; r0 += 8) {
-    const int rr = std::min(8, nr - r0);
-    for (int c0 = 0; c0 < nc; c0 += kCols) {
-      const int cc = std::min(kCols, nc - c0);
-      for (int c = 0; c < cc; ++c) {
-        _mm256_store_ps(acc[c], _mm256_setzero_ps());
-        _mm256_store_ps(accm[c], _mm256_setzero_ps());
-      }
-      for (int b0 = 0; b0 < nb_all; b0 += kKPass) {
-        const int nb = std::min(kKPass, nb_all - b0);
-        if (c0 == 0 || nb_all > kKPass) k_rows_prepare(k, x + r0 * bx, bx, rr, b0, nb);  // one pass: kept
-        for (int c = 0; c < cc; ++c) {
-          k_rows_column_gemv(k, reinterpret_cast<const BlockQ8_K*>(y + (c0 + c) * by) + b0, nb, acc[c], accm[c]);
-        }
-      }
-      for (int c = 0; c < cc; ++c) {
-        alignas(32) float t[8];
-        _mm256_store_ps(t, _mm256_sub_ps(_mm256_load_ps(acc[c]), _mm256_load_ps(accm[c])));
-        for (int r = 0; r < rr; ++r) s[(c0 + c) * bs + r0 + r] = t[r];
-      }
-    }
-  }
+  q4k_rows<true>(n / 256, x, bx, nr, y, by, nc, s, bs);
 }
 
 // Q4_K: columns [0, nc - nc % 4) in gemm order, the rest in gemv order.
@@ -623,7 +587,7 @@ inline void gemm_q4_K(int n, const void* vx, size_t bx, int nr, const void* vy, 
   const auto* y = static_cast<const uint8_t*>(vy);
   const int nb = n / 256;
   const int ngemm = nc - nc % 4;
-  if (ngemm > 0) q4k_gemm_rows(nb, x, bx, nr, y, by, ngemm, s, bs);
+  if (ngemm > 0) q4k_rows<false>(nb, x, bx, nr, y, by, ngemm, s, bs);
   for (int c = ngemm; c < nc; ++c) q4k_gemv(nb, x, bx, nr, y + c * by, s + c * bs);
 }
 

@@ -258,8 +258,7 @@ inline void q8_0_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, siz
   if (c < nc) q8_0_tile<RM, 1>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
 }
 
-void simd_gemm_q8_0(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
-                    size_t bs) {
+void simd_gemm_q8_0(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
   const auto* X = static_cast<const uint8_t*>(vx);
   const auto* Y = static_cast<const uint8_t*>(vy);
   const int nb = n / 32;
@@ -432,8 +431,7 @@ inline void chain_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, si
 }
 
 template <class C>
-void simd_gemm_chain(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
-                     size_t bs) {
+void simd_gemm_chain(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
   const auto* X = static_cast<const uint8_t*>(vx);
   const auto* Y = static_cast<const uint8_t*>(vy);
   const int nb = n / 32;
@@ -619,49 +617,11 @@ void simd_dot_q5_K_q8_K(int n, float* s, const void* vx, const void* vy) {
   *s = hsum_f32x8(acc) + _mm_cvtss_f32(acc_m);
 }
 
-void simd_dot_q6_K_q8_K(int n, float* s, const void* vx, const void* vy) {
-  const auto* x = static_cast<const BlockQ6_K*>(vx);
-  const auto* y = static_cast<const BlockQ8_K*>(vy);
-  __m256 acc = _mm256_setzero_ps();
-  const __m256i mask4 = _mm256_set1_epi8(0x0F);
-  const __m256i mask2 = _mm256_set1_epi8(0x03);
-  for (int i = 0; i < n / 256; ++i) {
-    const float d = fp16_scalar(x[i].d) * y[i].d;
-    __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-    for (int h = 0; h < 2; ++h) {  // halves of 128 elements
-      // this half's 8 scales as i16, in both lanes
-      const __m256i sc8 = _mm256_broadcastsi128_si256(
-          _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[i].scales + 8 * h))));
-      const uint8_t* ql = x[i].ql + 64 * h;
-      const __m256i qh = load256(x[i].qh + 32 * h);
-      const __m256i l0 = load256(ql);
-      const __m256i l1 = load256(ql + 32);
-      // group g (32 elements): low bits from l0/l1 low/high nibbles, high bits qh >> 2g
-      const __m256i low[4] = {_mm256_and_si256(l0, mask4), _mm256_and_si256(l1, mask4),
-                              _mm256_and_si256(_mm256_srli_epi16(l0, 4), mask4),
-                              _mm256_and_si256(_mm256_srli_epi16(l1, 4), mask4)};
-      for (int g = 0; g < 4; ++g) {
-        const __m256i hi2 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
-        const __m256i q = _mm256_or_si256(low[g], _mm256_slli_epi16(hi2, 4));  // [0, 63]
-        const int e = 128 * h + 32 * g;
-        const __m256i q8 = load256(y[i].qs + e);
-        const __m256i p = _mm256_maddubs_epi16(q, q8);  // q in [0, 63]: within int16
-        sumi[g & 1] = madd_acc(sumi[g & 1], p, broadcast_word_pair(sc8, 2 * g));
-      }
-    }
-    // the -32 offset: sum_g scale_g * 32 * sum(q8 in g), from the 16 bsums
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].scales)));
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(load256(y[i].bsums), sc16), 5);
-    const __m256i total = _mm256_sub_epi32(_mm256_add_epi32(sumi[0], sumi[1]), offset);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(total), acc);
-  }
-  *s = hsum_f32x8(acc);
-}
-
-// Q6_K for several activation rows in vec_dot's order, bit for bit: per
-// (row, column) the same int32 lanes per super-block (exact), the same
-// fma(d, lanes, acc) and the same final hsum, with each super-block's 6-bit
-// quants and scales unpacked once for kCols columns.
+// Q6_K in ggml-cpu's vec_dot order for up to kCols activation rows (y, by
+// bytes apart) of one weight row: per super-block the 6-bit quants (minus 32,
+// via the bsums) against q8 in int32 lanes, exact, then acc = fma(d, lanes,
+// acc) and a final hsum per column; each super-block is unpacked once for
+// all kCols columns.
 template <int kCols>
 inline void q6k_row_cols(int nb, const BlockQ6_K* x, const uint8_t* y, size_t by, int cc, float* out, size_t bs) {
   const __m256i mask4 = _mm256_set1_epi8(0x0F);
@@ -704,19 +664,22 @@ inline void q6k_row_cols(int nb, const BlockQ6_K* x, const uint8_t* y, size_t by
   for (int c = 0; c < cc; ++c) out[c * bs] = hsum_f32x8(acc[c]);
 }
 
-void simd_gemm_q6_K(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s,
-                    size_t bs) {
+void simd_dot_q6_K_q8_K(int n, float* s, const void* vx, const void* vy) {
+  q6k_row_cols<1>(n / 256, static_cast<const BlockQ6_K*>(vx), static_cast<const uint8_t*>(vy), 0, 1, s, 0);
+}
+
+void simd_gemm_q6_K(int n, const void* vx, size_t bx, int nr, const void* vy, size_t by, int nc, float* s, size_t bs) {
   constexpr int kCols = 4;
   const auto* x = static_cast<const uint8_t*>(vx);
   const auto* y = static_cast<const uint8_t*>(vy);
   for (int c0 = 0; c0 < nc; c0 += kCols) {
     const int cc = std::min(kCols, nc - c0);
     for (int r = 0; r < nr; ++r) {
+      const auto* xr = reinterpret_cast<const BlockQ6_K*>(x + r * bx);
       if (cc == 1) {
-        simd_dot_q6_K_q8_K(n, s + c0 * bs + r, x + r * bx, y + c0 * by);
+        q6k_row_cols<1>(n / 256, xr, y + c0 * by, by, 1, s + c0 * bs + r, bs);
       } else {
-        q6k_row_cols<kCols>(n / 256, reinterpret_cast<const BlockQ6_K*>(x + r * bx), y + c0 * by, by, cc,
-                            s + c0 * bs + r, bs);
+        q6k_row_cols<kCols>(n / 256, xr, y + c0 * by, by, cc, s + c0 * bs + r, bs);
       }
     }
   }
