@@ -47,13 +47,12 @@ struct GenEvent {
 class GenStream {
  public:
   void push(GenEvent e) {
-    std::function<void()> notify;
     {
       std::lock_guard<std::mutex> lock(mu_);
       events_.push_back(std::move(e));
-      notify = notify_;
     }
-    if (notify) notify();
+    std::lock_guard<std::mutex> lock(notify_mu_);  // set_notify waits for a call in flight
+    if (notify_) notify_();
   }
   std::vector<GenEvent> take() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -61,16 +60,20 @@ class GenStream {
     events_.clear();
     return out;
   }
+  // Once set_notify returns, the previous callback is not running and will not
+  // run again, so it may refer to the caller's stack. A callback must not call
+  // push or set_notify on this stream.
   void set_notify(std::function<void()> f) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(notify_mu_);
     notify_ = std::move(f);
   }
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
  private:
-  std::mutex mu_;
+  std::mutex mu_;  // events_
   std::deque<GenEvent> events_;
+  std::mutex notify_mu_;  // notify_ and its calls
   std::function<void()> notify_;
   std::atomic<bool> cancelled_{false};
 };
