@@ -322,11 +322,16 @@ struct CudaContext::Impl {
     int64_t stride;
     const int8_t* q = nullptr;  // the integer GEMV's quantized activations (gemv_q), when set
     const float* d = nullptr;
+    int cls = -1;  // act_class they were quantized for
   };
+  // Whether n rows of `width` activations for weight type t go through the integer GEMV.
+  static bool integer_gemv(GgmlType t, int n, int64_t width) {
+    return n <= kGemvMaxTokens && gemv_q_supported(t) && width % gemv_q_block(t) == 0;
+  }
   Act rounded(GgmlType t, const float* in, int64_t in_stride, int n, int64_t width) {
-    if (n <= kGemvMaxTokens && gemv_q_supported(t) && width % gemv_q_block(t) == 0) {
+    if (integer_gemv(t, n, width)) {
       quantize_act(t, in, in_stride, n, width, xq.as<int8_t>(), F(xqd), st());
-      return {nullptr, 0, xq.as<int8_t>(), F(xqd)};
+      return {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(t)};
     }
     if (round_activations(t, in, in_stride, n, width, F(xr), width, st())) return {F(xr), width};
     return {in, in_stride};
@@ -371,21 +376,62 @@ struct CudaContext::Impl {
     const float* bias;
   };
   void matmul_group(std::initializer_list<Out> outs, const float* in, int64_t in_stride, int n) {
+    matmul_group(outs, in, in_stride, n, Act{nullptr, 0});
+  }
+  // `pre`: the input already quantized (rms_norm_quant), used by the weights of its class.
+  void matmul_group(std::initializer_list<Out> outs, const float* in, int64_t in_stride, int n, Act pre) {
     const Out& first = *outs.begin();
+    auto usable = [&](const Out& o) { return pre.q && pre.cls == act_class(o.w->type) && o.w->ne0 == first.w->ne0; };
     bool shared = true;
     for (const Out& o : outs) {
       shared = shared && act_class(o.w->type) == act_class(first.w->type) && o.w->ne0 == first.w->ne0;
     }
     if (!shared) {
-      for (const Out& o : outs) matmul(*o.w, in, in_stride, n, o.y, o.y_stride, o.bias);
+      for (const Out& o : outs) {
+        if (usable(o)) {
+          matmul_act(*o.w, pre, n, o.y, o.y_stride, o.bias);
+        } else {
+          matmul(*o.w, in, in_stride, n, o.y, o.y_stride, o.bias);
+        }
+      }
       return;
     }
-    const Act a = rounded(first.w->type, in, in_stride, n, first.w->ne0);
+    const Act a = usable(first) ? pre : rounded(first.w->type, in, in_stride, n, first.w->ne0);
+    if (a.q && outs.size() > 1) {  // one launch for all of them
+      GemvOut g[3];
+      int count = 0;
+      for (const Out& o : outs) g[count++] = {o.w, o.y, o.y_stride};
+      gemv_q_multi(g, count, a.q, a.d, n, st());
+      for (const Out& o : outs) {
+        if (o.bias) add_bias(o.y, o.y_stride, o.bias, n, o.w->ne1, st());
+      }
+      return;
+    }
     for (const Out& o : outs) matmul_act(*o.w, a, n, o.y, o.y_stride, o.bias);
   }
 
+  // x += add (when set), cur = rms_norm(x) * w; quantized at once for `next`
+  // when the integer GEMV multiplies it (the fused kernel).
+  Act norm(const float* add, const float* w, const DevWeight& next, int n) {
+    const Hparams& hp = model.hparams();
+    const int64_t d = hp.n_embd;
+    if (next.ne0 == d && integer_gemv(next.type, n, d)) {
+      rms_norm_quant(F(x), add, n, d, w, hp.norm_eps, F(cur), next.type, xq.as<int8_t>(), F(xqd), st());
+      return {F(cur), d, xq.as<int8_t>(), F(xqd), act_class(next.type)};
+    }
+    if (add) {
+      add_rms_norm(F(x), add, F(cur), n, d, w, hp.norm_eps, st());
+    } else {
+      rms_norm(F(x), n, d, d, F(cur), d, w, hp.norm_eps, st());
+    }
+    return {F(cur), d};
+  }
+  const DevWeight& first_attn_weight(int64_t il) const {
+    return layers[il].wqkv.data ? layers[il].wqkv : layers[il].wq;
+  }
+
   // graph::self_attention: cur (normed) -> cur
-  void attention_block(int64_t il, int n, const int32_t* d_pos, const int32_t* d_seq, int max_cells) {
+  void attention_block(int64_t il, int n, const int32_t* d_pos, const int32_t* d_seq, int max_cells, Act in) {
     const Hparams& hp = model.hparams();
     const Layer& L = layers[il];
     const int64_t d = hp.n_embd, hd = hp.head_dim_k, qd = hp.q_dim(), kd = hp.k_dim(), vd = hp.v_dim();
@@ -393,7 +439,7 @@ struct CudaContext::Impl {
     int64_t qs, ks, vs;
     if (L.wqkv.data) {
       const int64_t width = qd + kd + vd;
-      matmul(L.wqkv, F(cur), d, n, F(qkv), width, L.bqkv);
+      matmul_group({{&L.wqkv, F(qkv), width, L.bqkv}}, F(cur), d, n, in);
       if (L.q_norm) {
         // per-head norms need packed heads: unpack [q | k | v] rows (as qwen3.cpp's fused path)
         const size_t fs = sizeof(float);
@@ -412,7 +458,7 @@ struct CudaContext::Impl {
         qs = ks = vs = width;
       }
     } else {
-      matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, F(cur), d, n);
+      matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, F(cur), d, n, in);
       q = F(qkv), kk = F(k), vv = F(v);
       qs = qd, ks = kd, vs = vd;
     }
@@ -420,10 +466,8 @@ struct CudaContext::Impl {
       rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
       rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
     }
-    rope(q, n, hp.n_head, hd, qs, d_pos, hp.rope, rope_freqs, st());
-    rope(kk, n, hp.n_head_kv, hd, ks, d_pos, hp.rope, rope_freqs, st());
     const KvLayout kv = kv_layer(il);
-    kv_store(kv, kk, ks, vv, vs, n, d_pos, d_seq, st());
+    rope_kv_store(q, qs, kk, ks, vv, vs, n, hp.n_head, hp.n_head_kv, hd, d_pos, d_seq, hp.rope, rope_freqs, kv, st());
     AttnArgs a;
     a.q = q;
     a.q_stride = qs;
@@ -443,11 +487,17 @@ struct CudaContext::Impl {
   }
 
   // graph::gated_ffn with SiLU: cur (normed) -> cur
-  void ffn_block(int64_t il, int n) {
+  void ffn_block(int64_t il, int n, Act in) {
     const Hparams& hp = model.hparams();
     const Layer& L = layers[il];
     const int64_t ff = L.gate.ne1;
-    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, F(cur), hp.n_embd, n);
+    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, F(cur), hp.n_embd, n, in);
+    if (L.down.ne0 == ff && integer_gemv(L.down.type, n, ff)) {
+      swiglu_quant(L.down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
+      matmul_act(L.down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.down.type)}, n, F(cur), hp.n_embd,
+                 nullptr);
+      return;
+    }
     swiglu(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
     matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
   }
@@ -459,9 +509,9 @@ struct CudaContext::Impl {
     const Hparams& hp = model.hparams();
     const int64_t d = hp.n_embd;
     get_rows(tok_embd, d_tok, n, F(x), d, st());
-    rms_norm(F(x), n, d, d, F(cur), d, layers[0].attn_norm, hp.norm_eps, st());
+    Act in = norm(nullptr, layers[0].attn_norm, first_attn_weight(0), n);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
-      attention_block(il, n, d_pos, d_seq, max_cells);
+      attention_block(il, n, d_pos, d_seq, max_cells, in);
       if (il == hp.n_layer - 1 && n_out < n) {
         if (n_out == 0) return;  // no row of this micro-batch wants logits (its KV is written)
         const size_t bytes = sizeof(float) * d * n_out;
@@ -471,16 +521,12 @@ struct CudaContext::Impl {
         check(cudaMemcpyAsync(F(cur), F(tmp), bytes, cudaMemcpyDeviceToDevice, st()), "gathering output rows");
         n = n_out;
       }
-      add_rms_norm(F(x), F(cur), F(cur), n, d, layers[il].ffn_norm, hp.norm_eps, st());
-      ffn_block(il, n);
-      if (il + 1 < hp.n_layer) {
-        add_rms_norm(F(x), F(cur), F(cur), n, d, layers[il + 1].attn_norm, hp.norm_eps, st());
-      } else {
-        add(F(x), F(cur), F(x), n, d, st());
-      }
+      ffn_block(il, n, norm(F(cur), layers[il].ffn_norm, layers[il].gate, n));
+      if (il + 1 < hp.n_layer) in = norm(F(cur), layers[il + 1].attn_norm, first_attn_weight(il + 1), n);
     }
-    rms_norm(F(x), n, d, d, F(cur), d, output_norm, hp.norm_eps, st());
-    matmul(output, F(cur), d, n, F(logits_dev), hp.n_vocab, nullptr);
+    // the last residual add fused with the output norm
+    const Act out = norm(F(cur), output_norm, output, n);
+    matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, F(cur), d, n, out);
   }
 
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,

@@ -6,77 +6,104 @@
 // with 16-byte (Q4_K) or 2-byte (Q8_0, Q6_K: 34- and 210-byte blocks) loads,
 // lanes spread over consecutive blocks so a warp's loads cover contiguous
 // bytes; up to 8 token columns share every weight load.
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
 
 namespace strix::cuda {
 
 namespace {
 
-constexpr int kRowsPerBlock = 4;  // one warp per row
+// ---- activation quantizers: one thread per element, a block of 256 threads
+// per 256 elements of a row (8 Q8_0 blocks or one Q8_K super-block) ----
 
-// ---- activation quantizers: one warp per block of 32 (Q8_0) or 256 (Q8_K) ----
+constexpr int kQuantThreads = 256;
 
-// Q8_0 (ggml-cpu quantize_row_q8_0): d = amax / 127 stored as half, q = round_even(x * 127 / amax).
-__global__ void quant_q8_0_kernel(const float* __restrict__ x, int64_t xs, int64_t width, int64_t n_blocks,
-                                  int8_t* __restrict__ q, float* __restrict__ d) {
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (b >= n_blocks) return;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t per_row = width / 32;
-  const int64_t t = b / per_row, j = b % per_row;
-  const float v = x[t * xs + 32 * j + lane];
-  const float amax = warp_max(fabsf(v));
-  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-  q[t * width + 32 * j + lane] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
-  if (lane == 0) d[b] = h2f(f2h(amax / 127.f));
+// The value quantized: x itself, or silu(g) * u (SwiGLU fused, as the swiglu kernel computes it).
+struct PlainIn {
+  const float* x;
+  int64_t xs;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
+};
+struct SwigluIn {
+  const float *g, *u;
+  int64_t gs, us;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
+    const float gv = g[t * gs + c];
+    return gv / (1.0f + expf(-gv)) * u[t * us + c];
+  }
+};
+
+// Q8_0 (ggml-cpu quantize_row_q8_0): d = amax / 127 stored as half, q = round_even(x * 127 / amax);
+// Q8_K (quantize_row_q8_K): the value of largest magnitude (the first one on ties) sets
+// iscale = -127 / max; q = min(127, round_even(iscale * x)); d = 1 / iscale.
+// out (when set) gets the unquantized values.
+template <int kBlk, class In>
+__global__ void quant_kernel(In in, int64_t width, int8_t* __restrict__ q, float* __restrict__ d,
+                             float* __restrict__ out, int64_t os) {
+  const int64_t t = blockIdx.y;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kQuantThreads + threadIdx.x;
+  if (kBlk == 32 && c >= width) return;  // whole warps (width % 32 == 0)
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const float v = in(t, c);
+  if (out) out[t * os + c] = v;
+  if constexpr (kBlk == 32) {
+    const float amax = warp_max(fabsf(v));
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    q[t * width + c] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
+    if (lane == 0) d[t * (width / 32) + c / 32] = h2f(f2h(amax / 127.f));
+  } else {
+    __shared__ float s_amax[8], s_val[8];
+    __shared__ int s_at[8];
+    float amax = fabsf(v), val = v;
+    int at = lane;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+      const float ov = __shfl_xor_sync(0xffffffffu, val, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+      if (oa > amax || (oa == amax && oi < at)) {
+        amax = oa;
+        val = ov;
+        at = oi;
+      }
+    }
+    if (lane == 0) {
+      s_amax[warp] = amax;
+      s_val[warp] = val;
+      s_at[warp] = at;
+    }
+    __syncthreads();
+    float best = s_amax[0], mx = s_val[0];
+#pragma unroll
+    for (int w = 1; w < 8; ++w) {  // warps in element order: strictly larger only keeps the first on ties
+      if (s_amax[w] > best) {
+        best = s_amax[w];
+        mx = s_val[w];
+      }
+    }
+    if (best == 0.0f) {
+      q[t * width + c] = 0;
+      if (threadIdx.x == 0) d[t * (width / 256) + c / 256] = 0.0f;
+      return;
+    }
+    const float iscale = -127.f / mx;
+    q[t * width + c] = static_cast<int8_t>(min(127, __float2int_rn(iscale * v)));
+    if (threadIdx.x == 0) d[t * (width / 256) + c / 256] = 1.0f / iscale;
+  }
 }
 
-// Q8_K (ggml-cpu quantize_row_q8_K): the value of largest magnitude (the
-// first one on ties) sets iscale = -127 / max; q = min(127, round_even(iscale * x)); d = 1 / iscale.
-__global__ void quant_q8_K_kernel(const float* __restrict__ x, int64_t xs, int64_t width, int64_t n_blocks,
-                                  int8_t* __restrict__ q, float* __restrict__ d) {
-  const int64_t b = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (b >= n_blocks) return;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t per_row = width / 256;
-  const int64_t t = b / per_row, j = b % per_row;
-  const float* xb = x + t * xs + 256 * j;
-  float v[8];
-  float amax = -1.0f;
-  int at = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    v[k] = xb[32 * k + lane];
-    const float a = fabsf(v[k]);
-    if (a > amax) {  // k ascending: the first of this lane's elements on ties
-      amax = a;
-      at = 32 * k + lane;
-    }
+template <class In>
+void launch_quant(int blk, In in, int n, int64_t width, int8_t* q, float* d, float* out, int64_t os, cudaStream_t st) {
+  const dim3 grid(blocks_for(width, kQuantThreads), static_cast<unsigned>(n));
+  if (blk == 32) {
+    quant_kernel<32><<<grid, kQuantThreads, 0, st>>>(in, width, q, d, out, os);
+  } else {
+    quant_kernel<256><<<grid, kQuantThreads, 0, st>>>(in, width, q, d, out, os);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-    if (oa > amax || (oa == amax && oi < at)) {
-      amax = oa;
-      at = oi;
-    }
-  }
-  int8_t* qb = q + t * width + 256 * j;
-  if (amax == 0.0f) {
-#pragma unroll
-    for (int k = 0; k < 8; ++k) qb[32 * k + lane] = 0;
-    if (lane == 0) d[b] = 0.0f;
-    return;
-  }
-  const float mx = xb[at];
-  const float iscale = -127.f / mx;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) qb[32 * k + lane] = static_cast<int8_t>(min(127, __float2int_rn(iscale * v[k])));
-  if (lane == 0) d[b] = 1.0f / iscale;
 }
 
 __device__ __forceinline__ int load_i32_2aligned(const uint8_t* p) {
@@ -85,19 +112,14 @@ __device__ __forceinline__ int load_i32_2aligned(const uint8_t* p) {
   return static_cast<int>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
 }
 
+// Each row product below is one warp's: lanes over blocks, acc[c] per token
+// column, reduced over the warp at the end (gemv_row).
+
 // ---- Q8_0 x Q8_0: 4 lanes per block (8 quants each), 8 blocks per warp step ----
 template <int C>
-__global__ void gemv_q8_0_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t nblk, int64_t rows,
-                                 const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width,
-                                 float* __restrict__ y, int64_t ys) {
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
-  if (r >= rows) return;
-  const uint8_t* row = w + r * nb1;
+__device__ __forceinline__ void q8_0_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
+                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
   const int part = lane % 4;
-  float acc[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   for (int64_t b = lane / 4; b < nblk; b += 8) {
     const uint8_t* bp = row + b * 34;
     const float dw = h2f(*reinterpret_cast<const uint16_t*>(bp));
@@ -110,46 +132,38 @@ __global__ void gemv_q8_0_kernel(const uint8_t* __restrict__ w, size_t nb1, int6
       acc[c] = fmaf(dw * ad[c * (width / 32) + b], static_cast<float>(s), acc[c]);
     }
   }
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const float s = warp_sum(acc[c]);
-    if (lane == 0) y[c * ys + r] = s;
-  }
 }
 
-// The 6-bit scale and min of sub-block j of a Q4_K block (12 packed bytes).
-__device__ __forceinline__ void q4k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+// The 6-bit scale and min of sub-block j of a Q4_K block, from its 12 packed
+// scale bytes held in three words.
+__device__ __forceinline__ int byte_of(const uint32_t s[3], int k) { return (s[k >> 2] >> (8 * (k & 3))) & 0xFF; }
+__device__ __forceinline__ void q4k_scale_min(const uint32_t s[3], int j, int& sc, int& m) {
   if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
+    sc = byte_of(s, j) & 63;
+    m = byte_of(s, j + 4) & 63;
   } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    sc = (byte_of(s, j + 4) & 0xF) | ((byte_of(s, j - 4) >> 6) << 4);
+    m = (byte_of(s, j + 4) >> 4) | ((byte_of(s, j) >> 6) << 4);
   }
 }
 
 // ---- Q4_K x Q8_K: 8 lanes per super-block (16 quant bytes each: 16 low and
-// 16 high nibbles of sub-blocks 2p, 2p + 1), 4 super-blocks per warp step ----
+// 16 high nibbles of sub-blocks 2p, 2p + 1), 4 super-blocks per warp step;
+// the block's header (d, dmin, 12 scale bytes) is one 16-byte load ----
 template <int C>
-__global__ void gemv_q4_K_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t nblk, int64_t rows,
-                                 const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width,
-                                 float* __restrict__ y, int64_t ys) {
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
-  if (r >= rows) return;
-  const uint8_t* row = w + r * nb1;
+__device__ __forceinline__ void q4_K_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
+                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
   const int sub = lane % 8, p = sub / 2, h = sub % 2;
-  float acc[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   for (int64_t b = lane / 8; b < nblk; b += 4) {
     const uint8_t* bp = row + b * 144;
-    const half2 dd = *reinterpret_cast<const half2*>(bp);
-    const float dw = __low2float(dd), dmin = __high2float(dd);
-    int sc_lo, m_lo, sc_hi, m_hi;
-    q4k_scale_min(bp + 4, 2 * p, sc_lo, m_lo);
-    q4k_scale_min(bp + 4, 2 * p + 1, sc_hi, m_hi);
+    const uint4 head = *reinterpret_cast<const uint4*>(bp);
     const int4 qv = *reinterpret_cast<const int4*>(bp + 16 + 32 * p + 16 * h);
+    const half2 dd = *reinterpret_cast<const half2*>(&head.x);
+    const float dw = __low2float(dd), dmin = __high2float(dd);
+    const uint32_t scw[3] = {head.y, head.z, head.w};
+    int sc_lo, m_lo, sc_hi, m_hi;
+    q4k_scale_min(scw, 2 * p, sc_lo, m_lo);
+    q4k_scale_min(scw, 2 * p + 1, sc_hi, m_hi);
     const int qw[4] = {qv.x, qv.y, qv.z, qv.w};
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -171,27 +185,14 @@ __global__ void gemv_q4_K_kernel(const uint8_t* __restrict__ w, size_t nb1, int6
       acc[c] = fmaf(-dmin * da, static_cast<float>(m_lo * slo + m_hi * shi), acc[c]);
     }
   }
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const float s = warp_sum(acc[c]);
-    if (lane == 0) y[c * ys + r] = s;
-  }
 }
 
 // ---- Q6_K x Q8_K: 8 lanes per super-block; lane (half, l0) takes l in
 // [l0, l0 + 8) of its 128-element half: elements l, l + 32, l + 64, l + 96 ----
 template <int C>
-__global__ void gemv_q6_K_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t nblk, int64_t rows,
-                                 const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width,
-                                 float* __restrict__ y, int64_t ys) {
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + warp;
-  if (r >= rows) return;
-  const uint8_t* row = w + r * nb1;
+__device__ __forceinline__ void q6_K_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
+                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
   const int sub = lane % 8, half = sub / 4, l0 = (sub % 4) * 8;
-  float acc[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   for (int64_t b = lane / 8; b < nblk; b += 4) {
     const uint8_t* bp = row + b * 210;
     const uint8_t* ql = bp + 64 * half + l0;
@@ -223,31 +224,65 @@ __global__ void gemv_q6_K_kernel(const uint8_t* __restrict__ w, size_t nb1, int6
       acc[c] = fmaf(dw * da, static_cast<float>(s0 * d[0] + s1 * d[1] + s2 * d[2] + s3 * d[3]), acc[c]);
     }
   }
+}
+
+// Up to three weights of one activation (q/k/v, gate/up) in one launch: the
+// grid's blocks run the segments one after another, one warp per row.
+constexpr int kMaxSegs = 3;
+struct Seg {
+  const uint8_t* w;
+  size_t nb1;
+  int64_t rows;
+  float* y;
+  int64_t ys;
+  GgmlType type;
+  unsigned first_block;  // of the grid
+};
+struct Segs {
+  Seg s[kMaxSegs];
+  int count;
+};
+
+template <int C>
+__global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width) {
+  int si = 0;
+#pragma unroll
+  for (int i = 1; i < kMaxSegs; ++i) si += (i < segs.count && blockIdx.x >= segs.s[i].first_block);
+  const Seg& sg = segs.s[si];
+  const int rows_per_block = static_cast<int>(blockDim.x) / 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t r = static_cast<int64_t>(blockIdx.x - sg.first_block) * rows_per_block + warp;
+  if (r >= sg.rows) return;
+  const uint8_t* row = sg.w + r * sg.nb1;
+  float acc[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
+  switch (sg.type) {
+    case GgmlType::Q8_0:
+      q8_0_row<C>(row, width / 32, aq, ad, width, lane, acc);
+      break;
+    case GgmlType::Q4_K:
+      q4_K_row<C>(row, width / 256, aq, ad, width, lane, acc);
+      break;
+    default:
+      q6_K_row<C>(row, width / 256, aq, ad, width, lane, acc);
+      break;
+  }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const float s = warp_sum(acc[c]);
-    if (lane == 0) y[c * ys + r] = s;
+    if (lane == 0) sg.y[c * sg.ys + r] = s;
   }
 }
 
-template <int C>
-void launch_one(GgmlType t, const DevWeight& w, const int8_t* aq, const float* ad, float* y, int64_t ys,
-                cudaStream_t st) {
-  const unsigned grid = blocks_for(w.ne1, kRowsPerBlock);
-  constexpr unsigned kThreads = 32 * kRowsPerBlock;
-  switch (t) {
-    case GgmlType::Q8_0:
-      gemv_q8_0_kernel<C><<<grid, kThreads, 0, st>>>(w.data, w.nb1, w.ne0 / 32, w.ne1, aq, ad, w.ne0, y, ys);
-      break;
-    case GgmlType::Q4_K:
-      gemv_q4_K_kernel<C><<<grid, kThreads, 0, st>>>(w.data, w.nb1, w.ne0 / 256, w.ne1, aq, ad, w.ne0, y, ys);
-      break;
-    case GgmlType::Q6_K:
-      gemv_q6_K_kernel<C><<<grid, kThreads, 0, st>>>(w.data, w.nb1, w.ne0 / 256, w.ne1, aq, ad, w.ne0, y, ys);
-      break;
-    default:
-      refuse_type(t);
-  }
+// Warps (rows) per block: 4, or STRIX_CUDA_GEMV_WARPS (1..32) for measurements.
+int gemv_warps() {
+  static const int w = [] {
+    const char* e = std::getenv("STRIX_CUDA_GEMV_WARPS");
+    const int v = e ? std::atoi(e) : 4;
+    return v >= 1 && v <= 32 ? v : 4;
+  }();
+  return w;
 }
 
 }  // namespace
@@ -261,45 +296,192 @@ void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64
   if (!gemv_q_supported(wtype)) refuse_type(wtype);
   const int blk = gemv_q_block(wtype);
   if (width % blk != 0) throw Error("quantize_act: rows of " + std::to_string(width) + " are not whole blocks");
-  const int64_t n_blocks = static_cast<int64_t>(n) * (width / blk);
-  if (n_blocks == 0) return;
-  constexpr int kWarps = 4;
-  if (blk == 32) {
-    quant_q8_0_kernel<<<blocks_for(n_blocks, kWarps), 32 * kWarps, 0, st>>>(x, x_stride, width, n_blocks, q, d);
-  } else {
-    quant_q8_K_kernel<<<blocks_for(n_blocks, kWarps), 32 * kWarps, 0, st>>>(x, x_stride, width, n_blocks, q, d);
-  }
+  if (n == 0 || width == 0) return;
+  launch_quant(blk, PlainIn{x, x_stride}, n, width, q, d, nullptr, 0, st);
   check_launch("quantize_act");
 }
 
-void gemv_q(const DevWeight& w, const int8_t* q, const float* d, int n, float* y, int64_t y_stride, cudaStream_t st) {
-  if (!gemv_q_supported(w.type)) refuse_type(w.type);
-  const int blk = gemv_q_block(w.type);
-  if (w.ne0 % blk != 0) throw Error("gemv_q: rows of " + std::to_string(w.ne0) + " are not whole blocks");
-  const int64_t per = w.ne0 / blk;
+void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, int n,
+                  int64_t width, int8_t* q, float* d, float* out, int64_t out_stride, cudaStream_t st) {
+  if (!gemv_q_supported(wtype)) refuse_type(wtype);
+  const int blk = gemv_q_block(wtype);
+  if (width % blk != 0) throw Error("swiglu_quant: rows of " + std::to_string(width) + " are not whole blocks");
+  if (n == 0 || width == 0) return;
+  launch_quant(blk, SwigluIn{gate, up, gate_stride, up_stride}, n, width, q, d, out, out_stride, st);
+  check_launch("swiglu_quant");
+}
+
+namespace {
+
+constexpr int kNormQuantThreads = 1024;
+
+__device__ double block_sum_1024(double v) {
+  __shared__ double part[kNormQuantThreads / 32];
+  v = warp_sum(v);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    double s = part[lane];
+    s = warp_sum(s);
+    if (lane == 0) part[0] = s;
+  }
+  __syncthreads();
+  return part[0];
+}
+
+// One block per row: (x += y), the RMS norm in double as rms_norm_kernel, the
+// normed row kept in shared memory, then one warp per quantization block with
+// the quantizers' arithmetic above.
+template <int kBlk>
+__global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t dim,
+                                      const float* __restrict__ w, float eps, float* __restrict__ out,
+                                      int8_t* __restrict__ q, float* __restrict__ d) {
+  extern __shared__ float row[];
+  const int64_t t = blockIdx.x;
+  float* xr = x + t * dim;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+    float v = xr[i];
+    if (y) {
+      v = v + y[t * dim + i];
+      xr[i] = v;
+    }
+    row[i] = v;
+    sum += static_cast<double>(v * v);
+  }
+  sum = block_sum_1024(sum);
+  const float mean = static_cast<float>(sum / static_cast<double>(dim));
+  const float scale = 1.0f / sqrtf(mean + eps);
+  for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+    const float v = row[i] * scale;
+    const float o = w ? v * w[i] : v;
+    row[i] = o;
+    if (out) out[t * dim + i] = o;
+  }
+  __syncthreads();
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  int8_t* qt = q + t * dim;
+  float* dt = d + t * (dim / kBlk);
+  for (int64_t j = warp; j < dim / kBlk; j += kNormQuantThreads / 32) {
+    const float* xb = row + kBlk * j;
+    if constexpr (kBlk == 32) {
+      const float v = xb[lane];
+      const float amax = warp_max(fabsf(v));
+      const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+      qt[32 * j + lane] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
+      if (lane == 0) dt[j] = h2f(f2h(amax / 127.f));
+    } else {
+      float v[8];
+      float amax = -1.0f;
+      int at = 0;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        v[k] = xb[32 * k + lane];
+        const float a = fabsf(v[k]);
+        if (a > amax) {  // k ascending: the first of this lane's elements on ties
+          amax = a;
+          at = 32 * k + lane;
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+        if (oa > amax || (oa == amax && oi < at)) {
+          amax = oa;
+          at = oi;
+        }
+      }
+      int8_t* qb = qt + 256 * j;
+      if (amax == 0.0f) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) qb[32 * k + lane] = 0;
+        if (lane == 0) dt[j] = 0.0f;
+        continue;
+      }
+      const float iscale = -127.f / xb[at];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) qb[32 * k + lane] = static_cast<int8_t>(min(127, __float2int_rn(iscale * v[k])));
+      if (lane == 0) dt[j] = 1.0f / iscale;
+    }
+  }
+}
+
+}  // namespace
+
+void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w, float eps, float* out,
+                    GgmlType wtype, int8_t* q, float* d, cudaStream_t st) {
+  if (!gemv_q_supported(wtype)) refuse_type(wtype);
+  const int blk = gemv_q_block(wtype);
+  if (dim % blk != 0) throw Error("rms_norm_quant: rows of " + std::to_string(dim) + " are not whole blocks");
+  if (n == 0) return;
+  const size_t smem = sizeof(float) * static_cast<size_t>(dim);
+  auto launch = [&](auto kernel) {
+    if (smem > 48 * 1024) {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "rms_norm_quant: cudaFuncSetAttribute");
+    }
+    kernel<<<static_cast<unsigned>(n), kNormQuantThreads, smem, st>>>(x, y, dim, w, eps, out, q, d);
+  };
+  if (blk == 32) {
+    launch(rms_norm_quant_kernel<32>);
+  } else {
+    launch(rms_norm_quant_kernel<256>);
+  }
+  check_launch("rms_norm_quant");
+}
+
+void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* d, int n, cudaStream_t st) {
+  if (count < 1 || count > kMaxSegs) throw Error("gemv_q_multi: 1 to 3 weights per launch");
+  const int64_t width = outs[0].w->ne0;
+  const int warps = gemv_warps();
+  Segs segs{};
+  segs.count = count;
+  unsigned blocks = 0;
+  for (int i = 0; i < count; ++i) {
+    const DevWeight& w = *outs[i].w;
+    if (!gemv_q_supported(w.type)) refuse_type(w.type);
+    if (w.ne0 != width || gemv_q_block(w.type) != gemv_q_block(outs[0].w->type)) {
+      throw Error("gemv_q_multi: the weights differ in row length or activation type");
+    }
+    if (w.ne0 % gemv_q_block(w.type) != 0) {
+      throw Error("gemv_q: rows of " + std::to_string(w.ne0) + " are not whole blocks");
+    }
+    segs.s[i] = {w.data, w.nb1, w.ne1, outs[i].y, outs[i].y_stride, w.type, blocks};
+    blocks += blocks_for(w.ne1, warps);
+  }
+  const int64_t per = width / gemv_q_block(outs[0].w->type);
   for (int t0 = 0; t0 < n;) {
     const int left = n - t0;
     const int c = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-    const int8_t* qc = q + static_cast<int64_t>(t0) * w.ne0;
+    const int8_t* qc = q + static_cast<int64_t>(t0) * width;
     const float* dc = d + static_cast<int64_t>(t0) * per;
-    float* yc = y + static_cast<int64_t>(t0) * y_stride;
+    Segs sc = segs;
+    for (int i = 0; i < count; ++i) sc.s[i].y += static_cast<int64_t>(t0) * sc.s[i].ys;
+    const unsigned threads = 32u * static_cast<unsigned>(warps);
     switch (c) {
       case 8:
-        launch_one<8>(w.type, w, qc, dc, yc, y_stride, st);
+        gemv_q_kernel<8><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
         break;
       case 4:
-        launch_one<4>(w.type, w, qc, dc, yc, y_stride, st);
+        gemv_q_kernel<4><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
         break;
       case 2:
-        launch_one<2>(w.type, w, qc, dc, yc, y_stride, st);
+        gemv_q_kernel<2><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
         break;
       default:
-        launch_one<1>(w.type, w, qc, dc, yc, y_stride, st);
+        gemv_q_kernel<1><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
         break;
     }
     check_launch("gemv_q");
     t0 += c;
   }
+}
+
+void gemv_q(const DevWeight& w, const int8_t* q, const float* d, int n, float* y, int64_t y_stride, cudaStream_t st) {
+  const GemvOut o{&w, y, y_stride};
+  gemv_q_multi(&o, 1, q, d, n, st);
 }
 
 }  // namespace strix::cuda

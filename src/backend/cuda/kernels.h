@@ -57,6 +57,25 @@ int gemv_q_block(GgmlType t);
 void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, int8_t* q, float* d,
                   cudaStream_t st);
 void gemv_q(const DevWeight& w, const int8_t* q, const float* d, int n, float* y, int64_t y_stride, cudaStream_t st);
+// gemv_q of up to three weights that multiply the same activations (q/k/v,
+// gate/up: same row length and partner type) in one launch.
+struct GemvOut {
+  const DevWeight* w;
+  float* y;
+  int64_t y_stride;
+};
+void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* d, int n, cudaStream_t st);
+
+// Fused steps of the decode path, each equal to the unfused sequence it
+// replaces value for value:
+// rms_norm_quant: (x += y when y is set) then rms_norm(x) * w, written to out
+// when set (packed rows of dim) and quantized for wtype as quantize_act.
+void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w, float eps, float* out,
+                    GgmlType wtype, int8_t* q, float* d, cudaStream_t st);
+// swiglu_quant: silu(gate) * up (as swiglu) quantized for wtype, also written to out when set.
+void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, int n,
+                  int64_t width, int8_t* q, float* d, float* out, int64_t out_stride, cudaStream_t st);
+
 // out[t][i] = half(x[t][i]), packed rows of `width`.
 void to_f16(const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out, cudaStream_t st);
 
@@ -103,6 +122,12 @@ struct AttnArgs {
   float* out = nullptr;
   int64_t out_stride = 0;
 };
+// rope() of q (n_head heads) and k (n_head_kv heads) in place, then
+// kv_store() of the rotated k and of v, in one launch (head_dim even).
+void rope_kv_store(float* q, int64_t q_stride, float* k, int64_t k_stride, const float* v, int64_t v_stride, int n,
+                   int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* pos, const int32_t* seq,
+                   const RopeParams& rp, const float* freq_factors, const KvLayout& kv, cudaStream_t st);
+
 // Causal attention of each token over its sequence's cached cells (one query
 // per (token, head); decode is the one-token case).
 void attention(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);

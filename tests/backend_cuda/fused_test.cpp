@@ -1,0 +1,259 @@
+// The fused decode kernels against the unfused sequences they replace, and
+// their quantized activations against the CPU partner quantizer applied to
+// the GPU's own unquantized values (bit for bit). Each check has a negative
+// control. Skips without a CUDA backend or GPU (CI).
+#include <gtest/gtest.h>
+
+#if STRIX_HAVE_CUDA
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cuda/cuda_context.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
+#include "core/error.h"
+#include "quant/types.h"
+
+namespace strix::cuda {
+namespace {
+
+class CudaFused : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!available(&why)) GTEST_SKIP() << why;
+    dev_ = std::make_unique<Device>();
+  }
+  cudaStream_t st() const { return dev_->stream(); }
+  template <class T>
+  DevMem up(const std::vector<T>& v) {
+    DevMem m(sizeof(T) * std::max<size_t>(v.size(), 1), "test input");
+    check(cudaMemcpy(m.as(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), "upload");
+    return m;
+  }
+  DevMem poisoned(size_t bytes) {
+    DevMem m(bytes, "test output");
+    check(cudaMemset(m.as(), 0xff, bytes), "poison");
+    return m;
+  }
+  template <class T>
+  std::vector<T> down(const DevMem& m, size_t n) {
+    dev_->sync("test kernel");
+    std::vector<T> v(n);
+    check(cudaMemcpy(v.data(), m.as(), sizeof(T) * n, cudaMemcpyDeviceToHost), "download");
+    return v;
+  }
+  std::vector<float> randn(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (auto& x : v) x = d(rng_);
+    return v;
+  }
+  // The CPU partner quantizer of weight type t applied to rows of `width`, dequantized.
+  static std::vector<float> cpu_quantized(GgmlType t, const std::vector<float>& x, int n, int64_t width) {
+    const cpu::CpuKernels& k = cpu::cpu_kernels();
+    const GgmlType vdt = k.vec_dot_type[static_cast<uint32_t>(t)];
+    const size_t rs = row_size(vdt, width);
+    std::vector<uint8_t> q(rs);
+    std::vector<float> out(n * width);
+    for (int r = 0; r < n; ++r) {
+      k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + r * width, q.data(), width);
+      type_traits(vdt).to_float(q.data(), out.data() + r * width, width);
+    }
+    return out;
+  }
+  static std::vector<float> dequant(const std::vector<int8_t>& q, const std::vector<float>& d, int blk) {
+    std::vector<float> v(q.size());
+    for (size_t i = 0; i < q.size(); ++i) v[i] = d[i / blk] * static_cast<float>(q[i]);
+    return v;
+  }
+
+  std::unique_ptr<Device> dev_;
+  std::mt19937 rng_{777};
+};
+
+// x += y; out = rms_norm(x) * w; q/d = out quantized. x and out equal
+// add_rms_norm's, q*d equals the CPU quantizer of out, for Q8_0 and Q8_K
+// partners, and with and without the add.
+TEST_F(CudaFused, RmsNormQuantEqualsAddRmsNormThenTheCpuQuantizer) {
+  const int n = 3;
+  for (int64_t dim : {2048, 4096, 768}) {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K}) {
+      if (dim % gemv_q_block(t) != 0) continue;
+      for (bool with_add : {true, false}) {
+        const auto x = randn(n * dim), y = randn(n * dim), w = randn(dim);
+        DevMem dx = up(x), dy = up(y), dw = up(w), dx2 = up(x), dy2 = up(y);
+        DevMem out = poisoned(sizeof(float) * n * dim), ref = poisoned(sizeof(float) * n * dim);
+        DevMem q = poisoned(n * dim), d = poisoned(sizeof(float) * n * dim / 32);
+        rms_norm_quant(dx.as<float>(), with_add ? dy.as<float>() : nullptr, n, dim, dw.as<float>(), 1e-5f,
+                       out.as<float>(), t, q.as<int8_t>(), d.as<float>(), st());
+        if (with_add) {
+          add_rms_norm(dx2.as<float>(), dy2.as<float>(), ref.as<float>(), n, dim, dw.as<float>(), 1e-5f, st());
+        } else {
+          rms_norm(dx2.as<float>(), n, dim, dim, ref.as<float>(), dim, dw.as<float>(), 1e-5f, st());
+        }
+        const auto got = down<float>(out, n * dim), want = down<float>(ref, n * dim);
+        const auto gx = down<float>(dx, n * dim), wx = down<float>(dx2, n * dim);
+        int differ = 0;
+        for (int64_t i = 0; i < n * dim; ++i) {
+          ASSERT_EQ(gx[i], wx[i]) << i;
+          ASSERT_NEAR(got[i], want[i], 1e-6f * (1 + std::fabs(want[i]))) << i;
+          differ += got[i] != want[i];
+        }
+        EXPECT_LE(differ, n * dim / 100) << "the double sums should almost always round alike";
+        const int blk = gemv_q_block(t);
+        const auto gq = dequant(down<int8_t>(q, n * dim), down<float>(d, n * dim / blk), blk);
+        const auto cq = cpu_quantized(t, got, n, dim);
+        for (int64_t i = 0; i < n * dim; ++i) ASSERT_EQ(gq[i], cq[i]) << "dim " << dim << " element " << i;
+        // negative control: the quantizer of another row's values differs
+        std::vector<float> shifted(got.begin() + dim, got.end());
+        shifted.insert(shifted.end(), got.begin(), got.begin() + dim);
+        const auto other = cpu_quantized(t, shifted, n, dim);
+        int miss = 0;
+        for (int64_t i = 0; i < n * dim; ++i) miss += gq[i] != other[i];
+        EXPECT_GT(miss, 0);
+      }
+    }
+  }
+}
+
+// swiglu_quant: out equals swiglu()'s bit for bit, q*d the CPU quantizer of it.
+TEST_F(CudaFused, SwigluQuantEqualsSwigluThenTheCpuQuantizer) {
+  const int n = 5;
+  const int64_t ff = 1536;
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q6_K}) {
+    const auto g = randn(n * ff, 2.0f), u = randn(n * ff);
+    DevMem dg = up(g), du = up(u);
+    DevMem out = poisoned(sizeof(float) * n * ff), ref = poisoned(sizeof(float) * n * ff);
+    DevMem q = poisoned(n * ff), d = poisoned(sizeof(float) * n * ff / 32);
+    swiglu_quant(t, dg.as<float>(), ff, du.as<float>(), ff, n, ff, q.as<int8_t>(), d.as<float>(), out.as<float>(), ff,
+                 st());
+    swiglu(dg.as<float>(), ff, du.as<float>(), ff, ref.as<float>(), ff, n, ff, st());
+    const auto got = down<float>(out, n * ff), want = down<float>(ref, n * ff);
+    for (int64_t i = 0; i < n * ff; ++i) ASSERT_EQ(got[i], want[i]) << i;
+    const int blk = gemv_q_block(t);
+    const auto gq = dequant(down<int8_t>(q, n * ff), down<float>(d, n * ff / blk), blk);
+    const auto cq = cpu_quantized(t, want, n, ff);
+    for (int64_t i = 0; i < n * ff; ++i) ASSERT_EQ(gq[i], cq[i]) << "element " << i;
+    // negative control: the plain quantizer of the gate alone differs
+    const auto wrong = cpu_quantized(t, g, n, ff);
+    int miss = 0;
+    for (int64_t i = 0; i < n * ff; ++i) miss += gq[i] != wrong[i];
+    EXPECT_GT(miss, n * ff / 2);
+  }
+}
+
+// gemv_q_multi over q/k/v-like weights of mixed types equals one gemv_q per weight, bit for bit.
+TEST_F(CudaFused, GemvQMultiEqualsOneLaunchPerWeight) {
+  const int64_t ne0 = 1024;
+  struct M {
+    GgmlType t;
+    int64_t rows;
+  };
+  const M ms[3] = {{GgmlType::Q4_K, 67}, {GgmlType::Q4_K, 16}, {GgmlType::Q6_K, 21}};
+  std::vector<DevMem> ws;
+  std::vector<DevWeight> dws;
+  for (const M& m : ms) {
+    const size_t nb1 = row_size(m.t, ne0);
+    std::vector<uint8_t> bytes(nb1 * m.rows);
+    const auto src = randn(ne0 * m.rows);
+    for (int64_t r = 0; r < m.rows; ++r)
+      type_traits(m.t).from_float_ref(src.data() + r * ne0, bytes.data() + r * nb1, ne0);
+    ws.push_back(up(bytes));
+    dws.push_back({m.t, ne0, m.rows, nb1, ws.back().as<uint8_t>()});
+  }
+  for (int n : {1, 3, 8, 11}) {
+    const auto x = randn(n * ne0);
+    DevMem dx = up(x);
+    DevMem q = poisoned(n * ne0), d = poisoned(sizeof(float) * n * ne0 / 256);
+    quantize_act(GgmlType::Q4_K, dx.as<float>(), ne0, n, ne0, q.as<int8_t>(), d.as<float>(), st());
+    std::vector<DevMem> ys, refs;
+    GemvOut outs[3];
+    for (int i = 0; i < 3; ++i) {
+      ys.push_back(poisoned(sizeof(float) * n * ms[i].rows));
+      refs.push_back(poisoned(sizeof(float) * n * ms[i].rows));
+      outs[i] = {&dws[i], ys[i].as<float>(), ms[i].rows};
+      gemv_q(dws[i], q.as<int8_t>(), d.as<float>(), n, refs[i].as<float>(), ms[i].rows, st());
+    }
+    gemv_q_multi(outs, 3, q.as<int8_t>(), d.as<float>(), n, st());
+    for (int i = 0; i < 3; ++i) {
+      const auto got = down<float>(ys[i], n * ms[i].rows), want = down<float>(refs[i], n * ms[i].rows);
+      for (size_t j = 0; j < got.size(); ++j) ASSERT_EQ(got[j], want[j]) << "weight " << i << " n " << n << " " << j;
+      if (i > 0) {  // negative control: another weight's outputs differ
+        const auto prev = down<float>(refs[i - 1], n * ms[i - 1].rows);
+        int same = 0;
+        for (size_t j = 0; j < std::min(got.size(), prev.size()); ++j) same += got[j] == prev[j];
+        EXPECT_LT(same, 3);
+      }
+    }
+  }
+  // weights of different row lengths cannot share a launch
+  DevWeight other = dws[0];
+  other.ne0 = 512;
+  GemvOut bad[2] = {{&dws[0], nullptr, 0}, {&other, nullptr, 0}};
+  EXPECT_THROW(gemv_q_multi(bad, 2, nullptr, nullptr, 1, st()), Error);
+}
+
+// rope_kv_store equals rope(q), rope(k), kv_store(k, v) bit for bit, for
+// both modes and a partial rotation (n_rot < head_dim).
+TEST_F(CudaFused, RopeKvStoreEqualsRopeThenKvStore) {
+  const int n_head = 4, n_kv = 2, hd = 64, cap = 12;
+  const int64_t qd = n_head * hd, kd = n_kv * hd;
+  const std::vector<int32_t> pos = {3, 4, 0, 7}, seq = {0, 0, 1, 1};
+  const int n = static_cast<int>(pos.size());
+  for (RopeMode mode : {RopeMode::kNorm, RopeMode::kNeox}) {
+    for (int n_rot : {hd, hd / 2}) {
+      RopeParams rp;
+      rp.mode = mode;
+      rp.n_rot = n_rot;
+      rp.freq_base = 10000.0f;
+      const auto q = randn(n * qd), k = randn(n * kd), v = randn(n * kd);
+      DevMem dq = up(q), dk = up(k), dv = up(v), dq2 = up(q), dk2 = up(k), dp = up(pos), ds = up(seq);
+      const size_t cells = sizeof(uint16_t) * 2 * cap * kd;
+      DevMem kc = poisoned(cells), vc = poisoned(cells), kc2 = poisoned(cells), vc2 = poisoned(cells);
+      const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
+      const KvLayout kv2{kc2.as<uint16_t>(), vc2.as<uint16_t>(), kd, kd, cap};
+      rope_kv_store(dq.as<float>(), qd, dk.as<float>(), kd, dv.as<float>(), kd, n, n_head, n_kv, hd,
+                    dp.as<int32_t>(), ds.as<int32_t>(), rp, nullptr, kv, st());
+      rope(dq2.as<float>(), n, n_head, hd, qd, dp.as<int32_t>(), rp, nullptr, st());
+      rope(dk2.as<float>(), n, n_kv, hd, kd, dp.as<int32_t>(), rp, nullptr, st());
+      kv_store(kv2, dk2.as<float>(), kd, dv.as<float>(), kd, n, dp.as<int32_t>(), ds.as<int32_t>(), st());
+      const auto gq = down<float>(dq, n * qd), wq = down<float>(dq2, n * qd);
+      for (int64_t i = 0; i < n * qd; ++i) ASSERT_EQ(gq[i], wq[i]) << "q " << i;
+      const auto gk = down<uint16_t>(kc, cells / 2), wk = down<uint16_t>(kc2, cells / 2);
+      const auto gv = down<uint16_t>(vc, cells / 2), wv = down<uint16_t>(vc2, cells / 2);
+      for (int t = 0; t < n; ++t) {
+        const int64_t cell = static_cast<int64_t>(seq[t]) * cap + pos[t];
+        for (int64_t i = 0; i < kd; ++i) {
+          ASSERT_EQ(gk[cell * kd + i], wk[cell * kd + i]) << "k cell " << cell << " dim " << i;
+          ASSERT_EQ(gv[cell * kd + i], wv[cell * kd + i]) << "v cell " << cell << " dim " << i;
+        }
+      }
+      // negative control: the cache of the unrotated k differs
+      DevMem dk3 = up(k), kc3 = poisoned(cells), vc3 = poisoned(cells);
+      const KvLayout kv3{kc3.as<uint16_t>(), vc3.as<uint16_t>(), kd, kd, cap};
+      kv_store(kv3, dk3.as<float>(), kd, dv.as<float>(), kd, n, dp.as<int32_t>(), ds.as<int32_t>(), st());
+      const auto uk = down<uint16_t>(kc3, cells / 2);
+      int miss = 0;
+      for (int t = 1; t < n; ++t) {  // position 0 is not rotated
+        const int64_t cell = static_cast<int64_t>(seq[t]) * cap + pos[t];
+        for (int64_t i = 0; i < kd; ++i) miss += uk[cell * kd + i] != gk[cell * kd + i];
+      }
+      EXPECT_GT(miss, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strix::cuda
+
+#else
+
+TEST(CudaFused, SkippedWithoutCudaBackend) { GTEST_SKIP() << "built with STRIX_CUDA=OFF"; }
+
+#endif
