@@ -112,27 +112,37 @@ __device__ __forceinline__ int load_i32_2aligned(const uint8_t* p) {
   return static_cast<int>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
 }
 
-// Each row product below is one warp's: lanes over blocks, acc[c] per token
-// column, reduced over the warp at the end (gemv_row).
+// Each row product below is one warp's: lanes over blocks (kLanes lanes per
+// block, 32 / kLanes blocks per warp step), acc[c] per token column, reduced
+// over the warp at the end. A block type splits into load() (its weight bytes
+// into registers) and dot() (the products of those registers), so that a
+// lane can issue the loads of D steps before it multiplies the first
+// (row_loop): more bytes in flight per warp on long rows.
 
-// ---- Q8_0 x Q8_0: 4 lanes per block (8 quants each), 8 blocks per warp step ----
-template <int C>
-__device__ __forceinline__ void q8_0_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
-                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
-  const int part = lane % 4;
-  for (int64_t b = lane / 4; b < nblk; b += 8) {
+// ---- Q8_0 x Q8_0: 4 lanes per block (8 quants each) ----
+struct BQ8_0 {
+  static constexpr int kLanes = 4;
+  struct Regs {
+    float dw;
+    int w0, w1;
+  };
+  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int part, Regs& r) {
     const uint8_t* bp = row + b * 34;
-    const float dw = h2f(*reinterpret_cast<const uint16_t*>(bp));
-    const int w0 = load_i32_2aligned(bp + 2 + 8 * part);
-    const int w1 = load_i32_2aligned(bp + 6 + 8 * part);
+    r.dw = h2f(*reinterpret_cast<const uint16_t*>(bp));
+    r.w0 = load_i32_2aligned(bp + 2 + 8 * part);
+    r.w1 = load_i32_2aligned(bp + 6 + 8 * part);
+  }
+  template <int C>
+  __device__ __forceinline__ static void dot(int64_t b, int part, const Regs& r, const int8_t* __restrict__ aq,
+                                             const float* __restrict__ ad, int64_t width, float acc[C]) {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       const int2 a = *reinterpret_cast<const int2*>(aq + c * width + 32 * b + 8 * part);
-      const int s = __dp4a(w1, a.y, __dp4a(w0, a.x, 0));
-      acc[c] = fmaf(dw * ad[c * (width / 32) + b], static_cast<float>(s), acc[c]);
+      const int s = __dp4a(r.w1, a.y, __dp4a(r.w0, a.x, 0));
+      acc[c] = fmaf(r.dw * ad[c * (width / 32) + b], static_cast<float>(s), acc[c]);
     }
   }
-}
+};
 
 // The 6-bit scale and min of sub-block j of a Q4_K block, from its 12 packed
 // scale bytes held in three words.
@@ -148,23 +158,30 @@ __device__ __forceinline__ void q4k_scale_min(const uint32_t s[3], int j, int& s
 }
 
 // ---- Q4_K x Q8_K: 8 lanes per super-block (16 quant bytes each: 16 low and
-// 16 high nibbles of sub-blocks 2p, 2p + 1), 4 super-blocks per warp step;
-// the block's header (d, dmin, 12 scale bytes) is one 16-byte load ----
-template <int C>
-__device__ __forceinline__ void q4_K_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
-                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
-  const int sub = lane % 8, p = sub / 2, h = sub % 2;
-  for (int64_t b = lane / 8; b < nblk; b += 4) {
+// 16 high nibbles of sub-blocks 2p, 2p + 1); the block's header (d, dmin, 12
+// scale bytes) is one 16-byte load ----
+struct BQ4_K {
+  static constexpr int kLanes = 8;
+  struct Regs {
+    uint4 head;
+    int4 qv;
+  };
+  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int sub, Regs& r) {
     const uint8_t* bp = row + b * 144;
-    const uint4 head = *reinterpret_cast<const uint4*>(bp);
-    const int4 qv = *reinterpret_cast<const int4*>(bp + 16 + 32 * p + 16 * h);
-    const half2 dd = *reinterpret_cast<const half2*>(&head.x);
+    r.head = *reinterpret_cast<const uint4*>(bp);
+    r.qv = *reinterpret_cast<const int4*>(bp + 16 + 16 * sub);  // 32 p + 16 h = 16 sub
+  }
+  template <int C>
+  __device__ __forceinline__ static void dot(int64_t b, int sub, const Regs& r, const int8_t* __restrict__ aq,
+                                             const float* __restrict__ ad, int64_t width, float acc[C]) {
+    const int p = sub / 2, h = sub % 2;
+    const half2 dd = *reinterpret_cast<const half2*>(&r.head.x);
     const float dw = __low2float(dd), dmin = __high2float(dd);
-    const uint32_t scw[3] = {head.y, head.z, head.w};
+    const uint32_t scw[3] = {r.head.y, r.head.z, r.head.w};
     int sc_lo, m_lo, sc_hi, m_hi;
     q4k_scale_min(scw, 2 * p, sc_lo, m_lo);
     q4k_scale_min(scw, 2 * p + 1, sc_hi, m_hi);
-    const int qw[4] = {qv.x, qv.y, qv.z, qv.w};
+    const int qw[4] = {r.qv.x, r.qv.y, r.qv.z, r.qv.w};
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       const int8_t* ab = aq + c * width + 256 * b + 64 * p + 16 * h;
@@ -185,27 +202,40 @@ __device__ __forceinline__ void q4_K_row(const uint8_t* __restrict__ row, int64_
       acc[c] = fmaf(-dmin * da, static_cast<float>(m_lo * slo + m_hi * shi), acc[c]);
     }
   }
-}
+};
 
 // ---- Q6_K x Q8_K: 8 lanes per super-block; lane (half, l0) takes l in
 // [l0, l0 + 8) of its 128-element half: elements l, l + 32, l + 64, l + 96 ----
-template <int C>
-__device__ __forceinline__ void q6_K_row(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
-                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
-  const int sub = lane % 8, half = sub / 4, l0 = (sub % 4) * 8;
-  for (int64_t b = lane / 8; b < nblk; b += 4) {
+struct BQ6_K {
+  static constexpr int kLanes = 8;
+  struct Regs {
+    int a[2], bq[2], hh[2];
+    int s[4];
+    float dw;
+  };
+  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int sub, Regs& r) {
+    const int half = sub / 4, l0 = (sub % 4) * 8;
     const uint8_t* bp = row + b * 210;
     const uint8_t* ql = bp + 64 * half + l0;
     const uint8_t* qh = bp + 128 + 32 * half + l0;
     const auto* sc = reinterpret_cast<const int8_t*>(bp + 192 + 8 * half + l0 / 16);
-    const float dw = h2f(*reinterpret_cast<const uint16_t*>(bp + 208));
-    const int s0 = sc[0], s1 = sc[2], s2 = sc[4], s3 = sc[6];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      r.a[k] = load_i32_2aligned(ql + 4 * k);
+      r.bq[k] = load_i32_2aligned(ql + 32 + 4 * k);
+      r.hh[k] = load_i32_2aligned(qh + 4 * k);
+    }
+    r.s[0] = sc[0], r.s[1] = sc[2], r.s[2] = sc[4], r.s[3] = sc[6];
+    r.dw = h2f(*reinterpret_cast<const uint16_t*>(bp + 208));
+  }
+  template <int C>
+  __device__ __forceinline__ static void dot(int64_t b, int sub, const Regs& r, const int8_t* __restrict__ aq,
+                                             const float* __restrict__ ad, int64_t width, float acc[C]) {
+    const int half = sub / 4, l0 = (sub % 4) * 8;
     int q[4][2];  // [element group g: l + 32 g][word]
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const int a = load_i32_2aligned(ql + 4 * k);
-      const int bq = load_i32_2aligned(ql + 32 + 4 * k);
-      const int hh = load_i32_2aligned(qh + 4 * k);
+      const int a = r.a[k], bq = r.bq[k], hh = r.hh[k];
       q[0][k] = __vsub4((a & 0x0F0F0F0F) | ((hh << 4) & 0x30303030), 0x20202020);
       q[1][k] = __vsub4((bq & 0x0F0F0F0F) | ((hh << 2) & 0x30303030), 0x20202020);
       q[2][k] = __vsub4(((a >> 4) & 0x0F0F0F0F) | (hh & 0x30303030), 0x20202020);
@@ -221,7 +251,28 @@ __device__ __forceinline__ void q6_K_row(const uint8_t* __restrict__ row, int64_
         d[g] = __dp4a(q[g][1], av.y, __dp4a(q[g][0], av.x, 0));
       }
       const float da = ad[c * (width / 256) + b];
-      acc[c] = fmaf(dw * da, static_cast<float>(s0 * d[0] + s1 * d[1] + s2 * d[2] + s3 * d[3]), acc[c]);
+      acc[c] = fmaf(r.dw * da, static_cast<float>(r.s[0] * d[0] + r.s[1] * d[1] + r.s[2] * d[2] + r.s[3] * d[3]),
+                    acc[c]);
+    }
+  }
+};
+
+// D steps of loads, then their products; every lane of a warp runs the same
+// number of steps when the row's block count is a multiple of the step.
+template <class B, int C, int D>
+__device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
+                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
+  constexpr int kStep = 32 / B::kLanes;
+  const int sub = lane % B::kLanes;
+  for (int64_t b0 = lane / B::kLanes; b0 < nblk; b0 += kStep * D) {
+    typename B::Regs r[D];
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+      if (b0 + kStep * u < nblk) B::load(row, b0 + kStep * u, sub, r[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < D; ++u) {
+      if (b0 + kStep * u < nblk) B::template dot<C>(b0 + kStep * u, sub, r[u], aq, ad, width, acc);
     }
   }
 }
@@ -243,7 +294,7 @@ struct Segs {
   int count;
 };
 
-template <int C>
+template <int C, int D>
 __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width) {
   int si = 0;
 #pragma unroll
@@ -259,13 +310,13 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   switch (sg.type) {
     case GgmlType::Q8_0:
-      q8_0_row<C>(row, width / 32, aq, ad, width, lane, acc);
+      row_loop<BQ8_0, C, D>(row, width / 32, aq, ad, width, lane, acc);
       break;
     case GgmlType::Q4_K:
-      q4_K_row<C>(row, width / 256, aq, ad, width, lane, acc);
+      row_loop<BQ4_K, C, D>(row, width / 256, aq, ad, width, lane, acc);
       break;
     default:
-      q6_K_row<C>(row, width / 256, aq, ad, width, lane, acc);
+      row_loop<BQ6_K, C, D>(row, width / 256, aq, ad, width, lane, acc);
       break;
   }
 #pragma unroll
@@ -275,14 +326,37 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   }
 }
 
-// Warps (rows) per block: 4, or STRIX_CUDA_GEMV_WARPS (1..32) for measurements.
+// Warps (rows) per block: 4, or STRIX_CUDA_GEMV_WARPS (1..32); load steps in
+// flight per lane: 1, or STRIX_CUDA_GEMV_DEPTH (2 or 4) - for measurements (H200, run 7:
+// depth 2 and 4 gave no gain on the 1B and lost 1.4% / 6% on the 8B).
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* e = std::getenv(name);
+  const int v = e ? std::atoi(e) : fallback;
+  return v >= lo && v <= hi ? v : fallback;
+}
 int gemv_warps() {
-  static const int w = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_WARPS");
-    const int v = e ? std::atoi(e) : 4;
-    return v >= 1 && v <= 32 ? v : 4;
-  }();
+  static const int w = env_int("STRIX_CUDA_GEMV_WARPS", 4, 1, 32);
   return w;
+}
+int gemv_depth() {
+  static const int d = env_int("STRIX_CUDA_GEMV_DEPTH", 1, 1, 4);
+  return d == 3 ? 2 : d;
+}
+
+template <int C>
+void launch_gemv(const Segs& segs, unsigned blocks, unsigned threads, const int8_t* q, const float* d, int64_t width,
+                 cudaStream_t st) {
+  switch (gemv_depth()) {
+    case 1:
+      gemv_q_kernel<C, 1><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      break;
+    case 4:
+      gemv_q_kernel<C, 4><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      break;
+    default:
+      gemv_q_kernel<C, 2><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      break;
+  }
 }
 
 }  // namespace
@@ -340,24 +414,62 @@ __global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __rest
   extern __shared__ float row[];
   const int64_t t = blockIdx.x;
   float* xr = x + t * dim;
+  // every load of the row (x, y, w) issued before the first use
+  constexpr int kMaxPer = 8;  // dim <= 8192 in registers; longer rows loop through shared memory
+  const int per = static_cast<int>((dim + kNormQuantThreads - 1) / kNormQuantThreads);
   double sum = 0;
-  for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
-    float v = xr[i];
-    if (y) {
-      v = v + y[t * dim + i];
-      xr[i] = v;
+  if (per <= kMaxPer) {
+    float v[kMaxPer], wv[kMaxPer];
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      v[k] = 0.0f, wv[k] = 1.0f;
+      if (k < per && i < dim) {
+        v[k] = xr[i];
+        if (y) v[k] = v[k] + y[t * dim + i];
+        if (w) wv[k] = w[i];
+      }
     }
-    row[i] = v;
-    sum += static_cast<double>(v * v);
-  }
-  sum = block_sum_1024(sum);
-  const float mean = static_cast<float>(sum / static_cast<double>(dim));
-  const float scale = 1.0f / sqrtf(mean + eps);
-  for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
-    const float v = row[i] * scale;
-    const float o = w ? v * w[i] : v;
-    row[i] = o;
-    if (out) out[t * dim + i] = o;
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      if (k < per && i < dim) {
+        if (y) xr[i] = v[k];
+        sum += static_cast<double>(v[k] * v[k]);
+      }
+    }
+    sum = block_sum_1024(sum);
+    const float mean = static_cast<float>(sum / static_cast<double>(dim));
+    const float scale = 1.0f / sqrtf(mean + eps);
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      if (k < per && i < dim) {
+        const float nv = v[k] * scale;
+        const float o = w ? nv * wv[k] : nv;
+        row[i] = o;
+        if (out) out[t * dim + i] = o;
+      }
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+      float v = xr[i];
+      if (y) {
+        v = v + y[t * dim + i];
+        xr[i] = v;
+      }
+      row[i] = v;
+      sum += static_cast<double>(v * v);
+    }
+    sum = block_sum_1024(sum);
+    const float mean = static_cast<float>(sum / static_cast<double>(dim));
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+      const float v = row[i] * scale;
+      const float o = w ? v * w[i] : v;
+      row[i] = o;
+      if (out) out[t * dim + i] = o;
+    }
   }
   __syncthreads();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -462,16 +574,16 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     const unsigned threads = 32u * static_cast<unsigned>(warps);
     switch (c) {
       case 8:
-        gemv_q_kernel<8><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
+        launch_gemv<8>(sc, blocks, threads, qc, dc, width, st);
         break;
       case 4:
-        gemv_q_kernel<4><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
+        launch_gemv<4>(sc, blocks, threads, qc, dc, width, st);
         break;
       case 2:
-        gemv_q_kernel<2><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
+        launch_gemv<2>(sc, blocks, threads, qc, dc, width, st);
         break;
       default:
-        gemv_q_kernel<1><<<blocks, threads, 0, st>>>(sc, qc, dc, width);
+        launch_gemv<1>(sc, blocks, threads, qc, dc, width, st);
         break;
     }
     check_launch("gemv_q");
