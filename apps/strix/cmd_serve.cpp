@@ -3,6 +3,7 @@
 // on one engine thread with continuous batching over -np slots that share the
 // -c token KV cache (src/server/engine.h); HTTP runs on its own I/O thread
 // (src/server/http_server.h); the endpoints are in src/server/routes.h.
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,10 +14,13 @@
 #include <vector>
 
 #include "apps/strix/commands.h"
+#include "backend/cuda/cuda_context.h"
 #include "cli/chat_history.h"
 #include "core/error.h"
+#include "core/mmap.h"
 #include "models/model.h"
 #include "runtime/context.h"
+#include "sampling/think_budget.h"
 #include "server/engine.h"
 #include "server/http_server.h"
 #include "server/routes.h"
@@ -54,6 +58,15 @@ void usage(FILE* out) {
       "       --reasoning-format F    none | deepseek | auto (default: auto): deepseek and auto return a\n"
       "                               thinking model's <think> text as reasoning_content, none leaves it\n"
       "                               in the content\n"
+      "       --reasoning-budget N    tokens a <think> block may take before \"</think>\" is forced: -1\n"
+      "                               unlimited (default), 0 no thinking (enable_thinking = false), N > 0\n"
+      "                               (chat requests may set reasoning_budget_tokens / thinking_budget_tokens)\n"
+      "  -ngl, --gpu-layers N         0 or auto: CPU (the engine runs on the CPU only so far; another count is\n"
+      "                               refused when a GPU is usable, ignored with a warning when not)\n"
+      "       --mmap / --no-mmap      map the model file in place / read it into huge-page memory (default:\n"
+      "                               read when it takes at most half of the available memory)\n"
+      "       --reasoning-budget-message M  text forced before \"</think>\" when the budget is spent\n"
+      "  -rea, --reasoning on|off|auto  refused: not implemented (use --reasoning-budget 0 for off)\n"
       "       --metrics               enable GET /metrics (Prometheus text)\n"
       "       --slots / --no-slots    enable / disable GET /slots (default: enabled)\n"
       "       --props                 allow POST /props (no property is writable yet: every field is\n"
@@ -114,8 +127,11 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, host = "127.0.0.1", alias, tmpl, reasoning_format = "auto";
   std::vector<std::string> api_keys;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
-  int64_t body_limit = 16 << 20, timeout_s = 600;
+  int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1;
+  std::string reasoning_budget_message;
   bool metrics = false, slots = true, props = false;
+  int mmap_mode = -1;  // --mmap 1, --no-mmap 0, -1: WeightMemory::kAuto
+  std::string ngl = "auto";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -156,14 +172,14 @@ int cmd_serve(int argc, char** argv) {
                       "' is not implemented (none, deepseek and auto are)");
       }
     } else if (a == "--reasoning-budget") {
-      // -1 (unlimited) is what the server does; the budget sampler is wired
-      // into `strix run` only (requests' thinking_budget_tokens are refused
-      // as unknown fields too).
-      const std::string v = value();
-      if (to_int(a, v, -1, 1 << 30) != -1) {
-        throw Refusal("serve: --reasoning-budget " + v +
-                      " is not implemented for the server (only -1, unlimited; `strix run` has the budget)");
-      }
+      reasoning_budget = to_int(a, value(), -1, INT32_MAX);
+    } else if (a == "--reasoning-budget-message") {
+      reasoning_budget_message = value();
+    } else if (a == "-rea" || a == "--reasoning") {
+      value();
+      throw Refusal("serve: " + a +
+                    " is not implemented (--reasoning-budget 0 or a request's chat_template_kwargs.enable_thinking "
+                    "turn thinking off)");
     } else if (a == "--metrics") {
       metrics = true;
     } else if (a == "--slots") {
@@ -205,11 +221,30 @@ int cmd_serve(int argc, char** argv) {
       // llama-server needs it for Jinja templates; Strix always renders them with its Jinja engine.
     } else if (a == "--body-limit") {
       body_limit = to_int(a, value(), 1, int64_t(1) << 40);
+    } else if (a == "--mmap") {
+      mmap_mode = 1;
+    } else if (a == "--no-mmap") {
+      mmap_mode = 0;
+    } else if (a == "-ngl" || a == "--gpu-layers" || a == "--n-gpu-layers") {
+      ngl = value();
     } else {
       throw Error("serve: unknown flag '" + a + "' (run `strix serve -h` for the list)");
     }
   }
   if (model_path.empty()) throw Error("serve: -m FILE is required");
+  // -ngl: as llama-server, ignored with a warning when no GPU is usable; the
+  // engine (paged KV cache, continuous batching) runs on the CPU only so far.
+  std::string no_gpu;
+  if (ngl != "auto" && ngl != "0") {
+    if (cuda::available(&no_gpu)) {
+      throw Refusal("serve: -ngl " + ngl +
+                    ": the server's engine runs on the CPU only so far (the CUDA backend has no paged KV cache "
+                    "yet); use -ngl 0, or strix run / strix bench for the GPU");
+    }
+    std::fprintf(stderr, "warning: no usable GPU found, --gpu-layers option will be ignored\nwarning: %s\n",
+                 no_gpu.c_str());
+  }
+  set_weight_memory(mmap_mode == 1 ? WeightMemory::kMap : mmap_mode == 0 ? WeightMemory::kCopy : WeightMemory::kAuto);
   if (alias.empty()) alias = base_name(model_path);
 
   auto model = Model::load(model_path);
@@ -233,6 +268,8 @@ int cmd_serve(int argc, char** argv) {
                          .chat_template = tmpl,
                          .n_ctx = n_ctx,
                          .reasoning_format = reasoning_format,
+                         .reasoning_budget = static_cast<int32_t>(reasoning_budget),
+                         .reasoning_budget_message = reasoning_budget_message,
                          .metrics = metrics,
                          .slots = slots,
                          .props_write = props,
@@ -242,6 +279,10 @@ int cmd_serve(int argc, char** argv) {
       [&routes](const server::HttpRequest& r) { return routes.handle(r); });
   std::fprintf(stderr, "strix serve: model %s, n_ctx %lld, %lld slot(s), %d thread(s)\n", alias.c_str(),
                static_cast<long long>(n_ctx), static_cast<long long>(n_parallel), ctx.n_threads());
+  if (reasoning_budget != -1 && !sampling::template_thinks(tmpl)) {
+    std::fprintf(stderr,
+                 "strix serve: --reasoning-budget: the chat template has no <think> blocks, so no budget is counted\n");
+  }
   std::fprintf(stderr, "strix serve: listening on http://%s:%d\n", host.c_str(), http.port());
   std::fflush(stderr);
   http.run();

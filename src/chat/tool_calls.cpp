@@ -23,8 +23,6 @@ const char* tool_format_name(ToolFormat f) {
       return "deepseek-v3";
     case ToolFormat::kHarmony:
       return "harmony";
-    case ToolFormat::kGemma:
-      return "gemma";
   }
   return "unknown";
 }
@@ -39,6 +37,10 @@ ToolFormat detect_tool_format(std::string_view src) {
   if (has("<tool_call>")) return ToolFormat::kHermes;
   if (has("<|start_header_id|>ipython<|end_header_id|>")) return ToolFormat::kLlama3Json;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
+  // Gemma (1 / 2 / 3) templates render no tools; llama.cpp has no Gemma
+  // format and gives them its generic JSON one, the tools and a call example
+  // put in the system prompt by its template polyfills (chat/tool_polyfill.h).
+  if (has("<start_of_turn>")) return ToolFormat::kGeneric;
   // A template that renders tools or tool calls but has no syntax of its own
   // gets llama.cpp's generic JSON format; one that never mentions them has no
   // tool support at all.
@@ -67,8 +69,6 @@ std::vector<std::string> tool_format_markers(ToolFormat f) {
               "<｜tool▁calls▁end｜>"};
     case ToolFormat::kHarmony:
       return {"<|channel|>", "<|constrain|>", "<|message|>", "<|start|>", "<|end|>"};
-    case ToolFormat::kGemma:
-      return {};
   }
   return {};
 }
@@ -87,9 +87,6 @@ namespace {
 
 ParsedMessage parse_impl(std::string_view text, const ParseOptions& opts, bool partial) {
   MessageBuilder out(partial);
-  if (opts.format == ToolFormat::kGemma) {
-    throw Refusal("parsing Gemma tool calls (```tool_code blocks) is not implemented");
-  }
   if (opts.format == ToolFormat::kHarmony) {
     detail::parse_harmony(text, opts, out);
     return out.finish();
@@ -120,17 +117,28 @@ ParsedMessage parse_impl(std::string_view text, const ParseOptions& opts, bool p
       detail::parse_deepseek(body, out);
       break;
     case ToolFormat::kHarmony:
-    case ToolFormat::kGemma:
       break;
   }
   return out.finish();
 }
 
-// The part of `now` past `before`; empty when `now` does not extend it (the
-// parsers are built so that this does not happen).
-std::string extension(const std::string& before, const std::string& now) {
-  if (now.size() <= before.size() || now.compare(0, before.size(), before) != 0) return "";
-  return now.substr(before.size());
+bool starts_with(const std::string& s, const std::string& head) {
+  return s.size() >= head.size() && s.compare(0, head.size(), head) == 0;
+}
+
+// Whether `now` only adds to what was streamed: the same calls (names),
+// longer or equal texts. It fails only when markup that had begun streaming
+// turned out broken or cut (see tool_calls.h).
+bool extends(const ParsedMessage& sent, const ParsedMessage& now) {
+  if (!starts_with(now.content, sent.content) || !starts_with(now.reasoning_content, sent.reasoning_content)) {
+    return false;
+  }
+  if (now.tool_calls.size() < sent.tool_calls.size()) return false;
+  for (size_t i = 0; i < sent.tool_calls.size(); ++i) {
+    if (now.tool_calls[i].name != sent.tool_calls[i].name) return false;
+    if (!starts_with(now.tool_calls[i].arguments, sent.tool_calls[i].arguments)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -148,23 +156,45 @@ struct StreamParser::Impl {
   std::string text;
   ParsedMessage emitted;
   bool finished = false;
+  bool diverged = false;
 
+  // Deltas in the order the text has them: reasoning (it leads), the
+  // arguments of calls already open, content (it comes before any call not
+  // yet open, as the APIs' non-streamed replies order them), new calls.
   std::vector<StreamDelta> advance(bool partial) {
+    if (diverged) return {};
     const ParsedMessage now = parse_impl(text, opts, partial);
+    if (!extends(emitted, now)) {
+      // Nothing can be taken back: keep what was sent and stop.
+      diverged = true;
+      return {};
+    }
     std::vector<StreamDelta> out;
-    if (std::string d = extension(emitted.reasoning_content, now.reasoning_content); !d.empty()) {
-      emitted.reasoning_content += d;
-      StreamDelta delta;
-      delta.reasoning_content = std::move(d);
-      out.push_back(std::move(delta));
+    if (now.reasoning_content.size() > emitted.reasoning_content.size()) {
+      StreamDelta d;
+      d.reasoning_content = now.reasoning_content.substr(emitted.reasoning_content.size());
+      emitted.reasoning_content = now.reasoning_content;
+      out.push_back(std::move(d));
     }
-    if (std::string d = extension(emitted.content, now.content); !d.empty()) {
-      emitted.content += d;
-      StreamDelta delta;
-      delta.content = std::move(d);
-      out.push_back(std::move(delta));
+    for (size_t i = 0; i < emitted.tool_calls.size(); ++i) {
+      std::string& sent = emitted.tool_calls[i].arguments;
+      const std::string& full = now.tool_calls[i].arguments;
+      if (full.size() == sent.size()) continue;
+      StreamDelta d;
+      d.tool_index = static_cast<int>(i);
+      d.arguments = full.substr(sent.size());
+      sent = full;
+      out.push_back(std::move(d));
     }
-    // Calls are emitted whole, so one delta carries id, name and arguments.
+    if (now.content.size() > emitted.content.size()) {
+      StreamDelta d;
+      d.content = now.content.substr(emitted.content.size());
+      emitted.content = now.content;
+      out.push_back(std::move(d));
+    }
+    // A call opens with its id and name (and its arguments so far, maybe
+    // none); the id is the model's when it came before the arguments, else
+    // one generated now that the whole stream keeps.
     for (size_t i = emitted.tool_calls.size(); i < now.tool_calls.size(); ++i) {
       ToolCall c = now.tool_calls[i];
       if (c.id.empty()) c.id = detail::generate_tool_call_id(opts.format);
@@ -197,5 +227,7 @@ std::vector<StreamDelta> StreamParser::finish() {
 }
 
 ParsedMessage StreamParser::message() const { return impl_->emitted; }
+
+bool StreamParser::diverged() const { return impl_->diverged; }
 
 }  // namespace strix::chat

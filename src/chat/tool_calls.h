@@ -16,9 +16,35 @@
 //   at the end: deltas = sp.finish();   (non-streaming: parse_reply(text, po))
 // Markup that never completes (a reply cut by max_tokens) or is not valid
 // (bad JSON arguments, no function name) stays in content as text; parsing
-// never throws for bad model output (only kGemma is refused, by name).
-// Tool calls are streamed whole: one delta per call, carrying its id, name
-// and complete arguments, once the call's markup has closed.
+// never throws for bad model output.
+//
+// Arguments are JSON text in one canonical form (compact, the model's key
+// order, strings and numbers as nlohmann's dump() writes them, which is
+// llama.cpp's arguments.dump()), built left to right so that streaming can
+// send it in pieces. Streaming, as llama-server does it: a call opens with
+// one delta carrying its index, id and name (and the arguments so far,
+// possibly none) as soon as its name is certain (Hermes / Mistral / generic /
+// Llama 3 JSON: the "name" value is complete, and for Llama 3, whose calls
+// are bare JSON, its "parameters" object has begun; DeepSeek, <function=f>,
+// Mistral's f[ARGS], harmony: the name's markup has closed); then deltas
+// with only the index and the next fragment of the arguments as the model
+// writes them (a number, true/false/null, or a string's partial escape or
+// UTF-8 character is sent once whole). Joined, a call's fragments equal the
+// arguments parse_reply gives for the same text. Held back until decided:
+// a partial marker ("<tool_"), a Llama 3 object before its parameters, text
+// before a call's name is known, ids that come after the arguments (the
+// stream then uses a generated id for that call), Llama 3 <|python_tag|>
+// code (a whole call at the end).
+// The generic format's {"response": "TEXT"} streams TEXT as content while
+// it is written (as llama.cpp does).
+// What can contradict a call once it opened (or a generic response once its
+// text began) is a reply cut inside it (max_tokens, a stop string) or markup
+// the model breaks later (bad JSON, a wrong closing tag; the tool-call
+// grammar rules both out): parse_reply then keeps the raw text as content,
+// while a stream cannot take back what it sent. The stream keeps what it
+// sent (a call's arguments cut where the text broke off, as OpenAI streams a
+// call cut by max_tokens), sends nothing more (diverged() turns true), and
+// message() is what was sent.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,13 +62,13 @@ enum class ToolFormat {
   kMistral,     // [TOOL_CALLS][{"name":..,"arguments":..,"id":..}] (Mistral Nemo / Small)
   kDeepSeekV3,  // <｜tool▁calls▁begin｜>...<｜tool▁calls▁end｜> (DeepSeek V3 / R1)
   kHarmony,     // gpt-oss: <|channel|>commentary to=functions.NAME ... <|message|>ARGS<|call|>
-  kGemma,       // ```tool_code blocks (Google's Gemma 3 prompt); refused: parse and grammar throw strix::Refusal
 };
 const char* tool_format_name(ToolFormat f);
 
 // The format a chat template (Jinja source) implies, from the markers
 // llama.cpp looks for; kGeneric for a template that renders tools but has no
-// call syntax, kNone for one that never mentions tools (never kGemma).
+// call syntax and for Gemma's (<start_of_turn>: llama.cpp has no Gemma
+// format, it uses the generic one), kNone for one that never mentions them.
 ToolFormat detect_tool_format(std::string_view template_source);
 
 struct ToolCall {
@@ -80,9 +106,9 @@ struct StreamDelta {
   std::string content;
   std::string reasoning_content;
   int tool_index = -1;    // >= 0: this delta belongs to tool call #tool_index
-  std::string tool_id;    // set on the first delta of a tool call
-  std::string tool_name;  // set on the first delta of a tool call
-  std::string arguments;  // a fragment of the arguments' JSON text
+  std::string tool_id;    // set on the first delta of a tool call only
+  std::string tool_name;  // set on the first delta of a tool call only
+  std::string arguments;  // the next fragment of the arguments' JSON text (may be empty on the first delta)
 };
 
 class StreamParser {
@@ -94,8 +120,12 @@ class StreamParser {
 
   std::vector<StreamDelta> feed(std::string_view piece);
   std::vector<StreamDelta> finish();
-  // Everything so far, as parse_reply would give it for the whole text.
+  // Everything sent so far (the deltas joined, with each call's id): after
+  // finish(), what parse_reply gives for the whole text unless diverged().
   ParsedMessage message() const;
+  // True once the text broke markup that had already begun streaming (a
+  // reply cut inside a call): nothing more was sent from then on.
+  bool diverged() const;
 
  private:
   struct Impl;

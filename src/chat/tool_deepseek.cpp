@@ -39,7 +39,10 @@ Block one_call(std::string_view text, size_t* pos, FoundCall* call) {
                                                                                                    : Block::kInvalid;
   }
   const std::string_view head = text.substr(j, sep - j);
-  if (head.empty() || head.find('\n') != std::string_view::npos) return Block::kInvalid;
+  // As above: a header never spans lines or holds markup.
+  if (head.empty() || head.find('\n') != std::string_view::npos || head.find("<｜") != std::string_view::npos) {
+    return Block::kInvalid;
+  }
   j = sep + kSep.size();
   if (head == "function") {
     const size_t nl = text.find('\n', j);
@@ -51,8 +54,8 @@ Block one_call(std::string_view text, size_t* pos, FoundCall* call) {
   } else {
     call->name = std::string(head);
   }
-  if (Block r = take_json(text, &j, &call->arguments); r != Block::kComplete) return r;
-  if (!call->arguments.is_object()) return Block::kInvalid;
+  // From here the name is certain: the arguments stream as they come.
+  if (Block r = take_arguments(text, &j, call); r != Block::kComplete) return r;
   j = skip_ws(text, j);
   if (head == "function") {
     if (Lit l = expect_lit(text, &j, "```"); l != Lit::kOk) return lit_block(l);
@@ -84,6 +87,7 @@ Block deepseek_block(std::string_view text, size_t open, int index, bool partial
     FoundCall call;
     size_t p = j;
     const Block r = one_call(text, &p, &call);
+    if (r == Block::kIncomplete && !call.name.empty()) calls->push_back(std::move(call));  // its name is certain
     if (r != Block::kComplete) return r;
     calls->push_back(std::move(call));
     pos = p;

@@ -289,8 +289,6 @@ ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, st
   switch (format) {
     case ToolFormat::kNone:
       throw Refusal("the chat template has no tool-call format, so tool calls cannot be constrained");
-    case ToolFormat::kGemma:
-      throw Refusal("a tool-call grammar for Gemma (```tool_code blocks) is not implemented");
     case ToolFormat::kGeneric:
       return generic(fns, forced, parallel);  // the whole reply is JSON: never lazy
     case ToolFormat::kHermes:

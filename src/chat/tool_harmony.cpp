@@ -82,12 +82,19 @@ void parse_harmony(std::string_view text, const ParseOptions& opts, MessageBuild
     const size_t next = !closed ? text.size() : end.index == 3 ? end.pos : end.pos + kEnds[end.index].size();
     const std::string_view content = text.substr(body, body_end - body);
     if (h.recipient.rfind("functions.", 0) == 0) {
-      if (!closed && out.partial()) return;  // the call is emitted once it is whole
-      ojson args;
+      const bool named = opts.parse_tool_calls && h.recipient.size() > 10;
+      FoundCall call;
+      size_t args_end = 0;
+      const Block r = named ? take_arguments(content, &args_end, &call) : Block::kInvalid;
+      if (!closed && out.partial()) {
+        // The name is certain at <|message|>: the arguments stream as they come.
+        if (r != Block::kInvalid) out.add_partial_call(h.recipient.substr(10), "", std::move(call.arguments));
+        return;
+      }
       if (!opts.parse_tool_calls) {
         // Calls are not wanted: the message is dropped, as llama.cpp does.
-      } else if (h.recipient.size() > 10 && parse_json(trim(content), &args) && args.is_object()) {
-        out.add_tool_call(h.recipient.substr(10), "", args);
+      } else if (r == Block::kComplete && skip_ws(content, args_end) == content.size()) {
+        out.add_tool_call_text(h.recipient.substr(10), "", std::move(call.arguments));
       } else {
         out.add_content(text.substr(pos, next - pos));  // not a usable call: keep the text
       }

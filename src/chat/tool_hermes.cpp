@@ -38,19 +38,18 @@ Block hermes_block(std::string_view text, size_t open, int index, bool partial, 
                    std::vector<FoundCall>* calls) {
   FoundCall call;
   size_t pos = open;
+  std::string_view close;
   if (index == 0) {
     pos += kToolCall.size();
-    ojson v;
-    if (Block r = take_json(text, &pos, &v); r != Block::kComplete) return r;
-    if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) return Block::kInvalid;
-    call.name = v["name"].get<std::string>();
-    if (call.name.empty()) return Block::kInvalid;
-    const ojson args = v.contains("arguments") ? v["arguments"] : v.value("parameters", ojson());
-    if (!arguments_object(args, &call.arguments)) return Block::kInvalid;
-    if (v.contains("id") && v["id"].is_string()) call.id = v["id"].get<std::string>();
-    if (Block r = close_tag(text, pos, "</tool_call>", partial, end); r != Block::kComplete) return r;
+    close = "</tool_call>";
+    bool streamable = false;
+    const Block r =
+        take_call_object(text, &pos, {"arguments", "parameters"}, /*type_function=*/false, &call, &streamable);
+    if (r == Block::kIncomplete && streamable) calls->push_back(std::move(call));
+    if (r != Block::kComplete) return r;
   } else {
     pos += kFunction.size();
+    close = "</function>";
     const size_t gt = text.find('>', pos);
     if (gt == std::string_view::npos) {
       return text.find_first_of("<\n", pos) == std::string_view::npos ? Block::kIncomplete : Block::kInvalid;
@@ -58,14 +57,13 @@ Block hermes_block(std::string_view text, size_t open, int index, bool partial, 
     call.name = std::string(text.substr(pos, gt - pos));
     if (call.name.empty() || call.name.find_first_of("<\n \"") != std::string::npos) return Block::kInvalid;
     pos = gt + 1;
-    ojson v;
-    if (Block r = take_json(text, &pos, &v); r != Block::kComplete) return r;
-    if (!v.is_object()) return Block::kInvalid;
-    call.arguments = std::move(v);
-    if (Block r = close_tag(text, pos, "</function>", partial, end); r != Block::kComplete) return r;
+    const Block r = take_arguments(text, &pos, &call);
+    if (r == Block::kIncomplete) calls->push_back(std::move(call));  // the name is certain at '>'
+    if (r != Block::kComplete) return r;
   }
   calls->push_back(std::move(call));
-  return Block::kComplete;
+  // A complete call whose closing tag is still to come streams too.
+  return close_tag(text, pos, close, partial, end);
 }
 
 }  // namespace

@@ -26,17 +26,8 @@ bool may_be_call(std::string_view text, size_t brace) {
   return false;
 }
 
-bool call_from_object(const ojson& v, FoundCall* call) {
-  if (!v.is_object() || !v.contains("name") || !v["name"].is_string()) return false;
-  if (v.contains("type") && v["type"] != "function") return false;
-  call->name = v["name"].get<std::string>();
-  if (call->name.empty()) return false;
-  const ojson args = v.contains("parameters") ? v["parameters"] : v.value("arguments", ojson());
-  return arguments_object(args, &call->arguments);
-}
-
 // <|python_tag|>name.call(a=1, b="x")  -> true with the call filled.
-bool builtin_call(std::string_view code, FoundCall* call) {
+bool builtin_call(std::string_view code, std::string* name_out, ojson* args_out) {
   size_t i = skip_ws(code, 0), b = i;
   while (i < code.size() && is_word(code[i])) ++i;
   if (i == b) return false;
@@ -58,8 +49,8 @@ bool builtin_call(std::string_view code, FoundCall* call) {
     if (i < code.size() && code[i] == ',') i = skip_ws(code, i + 1);
   }
   if (i >= code.size() || !trim(code.substr(i + 1)).empty()) return false;
-  call->name = std::move(name);
-  call->arguments = std::move(args);
+  *name_out = std::move(name);
+  *args_out = std::move(args);
   return true;
 }
 
@@ -70,12 +61,17 @@ void parse_llama3(std::string_view text, MessageBuilder& out) {
   const size_t b = skip_ws(text, 0);
   if (b < text.size() && text[b] == '{') {
     size_t end = b;
-    ojson v;
-    const Block r = take_json(text, &end, &v);
     FoundCall call;
-    if (r == Block::kIncomplete && out.partial() && may_be_call(text, b)) return;  // undecided: hold back
-    if (r == Block::kComplete && call_from_object(v, &call)) {
-      out.add_tool_call(std::move(call.name), "", call.arguments);
+    bool named = false;
+    const Block r = take_call_object(text, &end, {"parameters", "arguments"}, /*type_function=*/true, &call, &named);
+    if (r == Block::kIncomplete && out.partial()) {
+      // A JSON reply is a call once its parameters object has begun after
+      // the name; before that it may still be a plain JSON answer: hold it.
+      if (named && !call.arguments.empty()) out.add_partial_call(std::move(call.name), "", std::move(call.arguments));
+      if (named || may_be_call(text, b)) return;
+    }
+    if (r == Block::kComplete) {
+      out.add_tool_call_text(std::move(call.name), "", std::move(call.arguments));
       pos = end;
     }
   }
@@ -88,9 +84,10 @@ void parse_llama3(std::string_view text, MessageBuilder& out) {
   out.add_content(text.substr(pos, tag - pos));
   if (out.partial()) return;  // the code runs to the end of the reply
   const std::string_view code = text.substr(tag + kPythonTag.size());
-  FoundCall call;
-  if (builtin_call(code, &call)) {
-    out.add_tool_call(std::move(call.name), "", call.arguments);
+  std::string name;
+  ojson args;
+  if (builtin_call(code, &name, &args)) {
+    out.add_tool_call(std::move(name), "", args);
   } else {
     out.add_tool_call("python", "", ojson{{"code", std::string(code)}});
   }

@@ -10,30 +10,14 @@ namespace {
 
 constexpr std::string_view kToolCalls = "[TOOL_CALLS]";
 
-bool call_from_object(const ojson& item, FoundCall* call) {
-  if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) return false;
-  call->name = item["name"].get<std::string>();
-  if (call->name.empty()) return false;
-  if (!arguments_object(item.value("arguments", ojson()), &call->arguments)) return false;
-  if (item.contains("id") && item["id"].is_string()) call->id = item["id"].get<std::string>();
-  return true;
-}
-
 Block mistral_block(std::string_view text, size_t open, int /*index*/, bool /*partial*/, size_t* end,
                     std::vector<FoundCall>* calls) {
   size_t pos = skip_ws(text, open + kToolCalls.size());
   if (pos >= text.size()) return Block::kIncomplete;
   if (text[pos] == '[') {
-    ojson arr;
-    if (Block r = take_json(text, &pos, &arr); r != Block::kComplete) return r;
-    if (!arr.is_array() || arr.empty()) return Block::kInvalid;
-    for (const ojson& item : arr) {
-      FoundCall call;
-      if (!call_from_object(item, &call)) return Block::kInvalid;
-      calls->push_back(std::move(call));
-    }
-    *end = pos;
-    return Block::kComplete;
+    const Block r = take_call_array(text, &pos, {"arguments"}, calls);
+    if (r == Block::kComplete) *end = pos;
+    return r;
   }
   // NAME[ARGS]{...} or NAME[CALL_ID]ID[ARGS]{...}
   FoundCall call;
@@ -55,11 +39,10 @@ Block mistral_block(std::string_view text, size_t open, int /*index*/, bool /*pa
   if (Lit l = expect_lit(text, &pos, "[ARGS]"); l != Lit::kOk) {
     return l == Lit::kIncomplete ? Block::kIncomplete : Block::kInvalid;
   }
-  if (Block r = take_json(text, &pos, &call.arguments); r != Block::kComplete) return r;
-  if (!call.arguments.is_object()) return Block::kInvalid;
-  calls->push_back(std::move(call));
-  *end = pos;
-  return Block::kComplete;
+  const Block r = take_arguments(text, &pos, &call);
+  if (r != Block::kInvalid) calls->push_back(std::move(call));  // the name is certain at [ARGS]
+  if (r == Block::kComplete) *end = pos;
+  return r;
 }
 
 }  // namespace

@@ -214,7 +214,11 @@ void MessageBuilder::add_content(std::string_view text) {
 }
 
 void MessageBuilder::add_tool_call(std::string name, std::string id, const ojson& arguments) {
-  calls_.push_back(ToolCall{std::move(id), std::move(name), arguments.dump()});
+  add_tool_call_text(std::move(name), std::move(id), arguments.dump());
+}
+
+void MessageBuilder::add_tool_call_text(std::string name, std::string id, std::string arguments) {
+  calls_.push_back(ToolCall{std::move(id), std::move(name), std::move(arguments)});
   after_call_ = true;
 }
 
@@ -252,22 +256,6 @@ size_t parse_think_block(std::string_view text, const ParseOptions& opts, Messag
   }
   out.add_reasoning(text.substr(start, close - start));
   return close + kClose.size();
-}
-
-bool arguments_object(const ojson& v, ojson* out) {
-  if (v.is_object()) {
-    *out = v;
-    return true;
-  }
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    ojson parsed;
-    if (parse_json(s, &parsed) && parsed.is_object()) {
-      *out = std::move(parsed);
-      return true;
-    }
-  }
-  return false;
 }
 
 OpenerHit find_opener(std::string_view text, size_t from, const std::vector<std::string_view>& openers) {
@@ -335,10 +323,14 @@ void parse_blocks(std::string_view text, const std::vector<std::string_view>& op
     std::vector<FoundCall> calls;
     const Block r = block(text, hit.pos, hit.index, out.partial(), &end, &calls);
     if (r == Block::kComplete) {
-      for (FoundCall& c : calls) out.add_tool_call(std::move(c.name), std::move(c.id), c.arguments);
+      add_calls(calls, out);
       pos = end;
     } else if (r == Block::kIncomplete) {
-      if (!out.partial()) out.add_content(text.substr(hit.pos));
+      if (out.partial()) {
+        add_calls(calls, out);  // the calls so far stream before the block closes
+      } else {
+        out.add_content(text.substr(hit.pos));
+      }
       return;
     } else {
       const size_t after = hit.pos + openers[hit.index].size();

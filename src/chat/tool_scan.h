@@ -36,6 +36,17 @@ JsonScan scan_json(std::string_view s, size_t pos, size_t* end);
 // Parses s[pos, end) as JSON (ordered keys); false when it is not valid.
 bool parse_json(std::string_view s, ojson* out);
 
+// The canonical text of the JSON value at s[pos] (leading whitespace
+// skipped), written left to right token by token: compact, keys in the
+// model's order, each string and number as nlohmann's dump() writes it (so
+// it equals dump() of the parsed value, except that a repeated key is kept).
+// kComplete: *out is the whole value, *end one past it. kIncomplete: *out is
+// the part no continuation of the text can change (a number or literal still
+// being written is left out, a string is cut at its last whole character),
+// so the canonical text of any longer text starts with it: streamed argument
+// fragments rely on that. kInvalid: no continuation is JSON.
+JsonScan canonical_json(std::string_view s, size_t pos, std::string* out, size_t* end);
+
 // The start of the longest proper prefix of `marker` that ends `text` (not the
 // whole marker), or npos. Partial mode holds text from there back.
 size_t partial_marker_at_end(std::string_view text, std::string_view marker);
@@ -57,8 +68,15 @@ class MessageBuilder {
   explicit MessageBuilder(bool partial) : partial_(partial) {}
   void add_content(std::string_view text);
   void add_reasoning(std::string_view text) { reasoning_ += text; }
-  // Adds a call whose arguments are a JSON object's text (re-serialized).
+  // Adds a call whose arguments are a JSON object (re-serialized by dump()).
   void add_tool_call(std::string name, std::string id, const ojson& arguments);
+  // Adds a call whose arguments are already canonical text (canonical_json).
+  void add_tool_call_text(std::string name, std::string id, std::string arguments);
+  // Partial mode: the call still being written, its name certain and its
+  // arguments the canonical text so far. It is the last thing in the message.
+  void add_partial_call(std::string name, std::string id, std::string arguments) {
+    add_tool_call_text(std::move(name), std::move(id), std::move(arguments));
+  }
   bool partial() const { return partial_; }
   ParsedMessage finish();
 
@@ -74,10 +92,6 @@ class MessageBuilder {
 // offset where the rest starts. In partial mode an unclosed block yields its
 // text so far (minus a partial "</think>") and returns text.size().
 size_t parse_think_block(std::string_view text, const ParseOptions& opts, MessageBuilder& out);
-
-// Arguments given either as a JSON object or as a string holding one (some
-// models stringify them). False when neither.
-bool arguments_object(const ojson& v, ojson* out);
 
 // Per-format parsers over the text after reasoning was split off.
 void parse_hermes(std::string_view text, MessageBuilder& out);
@@ -106,23 +120,51 @@ size_t held_tail(std::string_view text, size_t from, const std::vector<std::stri
 enum class Lit { kOk, kIncomplete, kMismatch };
 Lit expect_lit(std::string_view s, size_t* pos, std::string_view lit);
 
-// One tool call found in a block, committed only when the block completes.
+// One tool call found in a block. `arguments` is canonical JSON text
+// (canonical_json); complete = false marks the call still being written
+// (partial mode only): its name is certain and its arguments have begun.
 struct FoundCall {
   std::string name, id;
-  ojson arguments;
+  std::string arguments;
+  bool complete = true;
 };
 enum class Block { kComplete, kIncomplete, kInvalid };
 // Parses the markup block opened by openers[index] at `open`; on kComplete
-// sets *end past the block and fills `calls`.
+// sets *end past the block and fills `calls`. On kIncomplete in partial mode
+// `calls` holds the calls written so far (the last one possibly incomplete),
+// which streaming shows before the block closes.
 using BlockParser = Block (*)(std::string_view text, size_t open, int index, bool partial, size_t* end,
                               std::vector<FoundCall>* calls);
 // The common loop of the tagged formats: content up to each opener, then the
 // block; an invalid block leaves its opener in content and scanning goes on
-// after it; an unfinished one is held back (partial) or kept as content (final).
+// after it; an unfinished one shows its calls so far (partial) or is kept as
+// content (final).
 void parse_blocks(std::string_view text, const std::vector<std::string_view>& openers, BlockParser block,
                   MessageBuilder& out);
 
+// Adds found calls to the message (the incomplete one as a partial call).
+void add_calls(std::vector<FoundCall>& calls, MessageBuilder& out);
+
 // A JSON value at s[*pos] (after whitespace), parsed: kComplete advances *pos.
 Block take_json(std::string_view s, size_t* pos, ojson* out);
+
+// Arguments given as JSON text at s[*pos]: an object, written canonically.
+// kIncomplete leaves in *call what is known so far (call->complete = false);
+// a value that is not an object is kInvalid.
+Block take_arguments(std::string_view s, size_t* pos, FoundCall* call);
+
+// A call object {"name": "f", ARGS: {...}, "id": "..."} at s[*pos], where
+// ARGS is the first of `args_keys` present, holding an object or a string
+// that holds one; other keys are skipped (with type_function, a "type" key
+// must be "function"). A repeated name or arguments key is kInvalid.
+// kComplete advances *pos past the object. kIncomplete: *streamable tells
+// whether the call's name is known; *call then holds what is known so far
+// (complete = false; arguments empty until their object has begun).
+Block take_call_object(std::string_view s, size_t* pos, const std::vector<std::string_view>& args_keys,
+                       bool type_function, FoundCall* call, bool* streamable);
+// A non-empty JSON array of call objects at s[*pos]; kIncomplete leaves the
+// calls so far in `calls` (the last one incomplete when it is streamable).
+Block take_call_array(std::string_view s, size_t* pos, const std::vector<std::string_view>& args_keys,
+                      std::vector<FoundCall>* calls);
 
 }  // namespace strix::chat::detail

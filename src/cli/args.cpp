@@ -299,9 +299,9 @@ std::vector<Option> build_table() {
        nullptr,
        "LLAMA_ARG_MMAP",
        C,
-       "whether to memory-map model (default: enabled); Strix always maps the file read-only, --no-mmap is accepted "
-       "and changes nothing",
-       [](P p, V v) { p.mmap = v == "1"; }});
+       "--mmap: map the model file in place; --no-mmap: read it into memory (huge pages); default: read it when it "
+       "takes at most half of the available memory, else map it",
+       [](P p, V v) { p.mmap = v == "1" ? 1 : 0; }});
   add({{"-ngl", "--gpu-layers", "--n-gpu-layers"},
        {},
        "N",

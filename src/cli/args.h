@@ -60,7 +60,7 @@ struct CliParams {
   std::string cache_type_k = "f16", cache_type_v = "f16";
   bool warmup = true;
   bool mlock = false;
-  bool mmap = true;
+  int mmap = -1;  // --mmap 1 / --no-mmap 0 / -1: read into huge pages when it fits (WeightMemory::kAuto)
   sampling::Params sampling;
   bool help = false;
 };

@@ -35,7 +35,7 @@ void Perf::print() const {
                n_p_eval + n_eval);
 }
 
-Generator::Generator(Context& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
+Generator::Generator(Decoder& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
                      int32_t n_batch)
     : ctx_(ctx),
       tk_(tk),
@@ -58,7 +58,7 @@ void Generator::queue(std::span<const int32_t> tokens, bool into_history) {
 bool Generator::flush() {
   if (pending_.empty()) return true;
   // llama-completion stops when n_past + batch >= n_ctx (no context shift)
-  if (static_cast<int64_t>(ctx_.seq_len(0)) + static_cast<int64_t>(pending_.size()) >= ctx_.options().n_ctx) {
+  if (static_cast<int64_t>(ctx_.seq_len(0)) + static_cast<int64_t>(pending_.size()) >= ctx_.n_ctx()) {
     return false;
   }
   for (size_t i = 0; i < pending_.size(); i += static_cast<size_t>(n_batch_)) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/console.h"
-#include "runtime/context.h"
+#include "runtime/decoder.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,7 +28,7 @@ struct Perf {
 
 class Generator {
  public:
-  Generator(Context& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
+  Generator(Decoder& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
             int32_t n_batch);
 
   // Tokens to decode before the next draw. into_history: also append them to
@@ -46,10 +46,10 @@ class Generator {
                 std::string& text);
 
   int32_t n_past() const { return ctx_.seq_len(0); }
-  int64_t n_ctx() const { return ctx_.options().n_ctx; }
+  int64_t n_ctx() const { return ctx_.n_ctx(); }
 
  private:
-  Context& ctx_;
+  Decoder& ctx_;
   const tok::Tokenizer& tk_;
   sampling::Sampler& sampler_;
   Console& console_;

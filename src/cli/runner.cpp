@@ -14,17 +14,21 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cuda/cuda_context.h"
 #include "chat/builtin_templates.h"
 #include "cli/chat_history.h"
 #include "cli/console.h"
 #include "cli/generator.h"
 #include "core/error.h"
+#include "core/mmap.h"
 #include "download/hf.h"
 #include "grammar/json_schema.h"
 #include "models/model.h"
 #include "runtime/context.h"
+#include "runtime/decoder.h"
 #include "sampling/sampler.h"
 #include "sampling/suppress_tokens.h"
+#include "sampling/think_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strix::cli {
@@ -83,12 +87,30 @@ int run(CliParams& p) {
   perf.t_start = Clock::now();
   fill_grammar(p);
   const std::string path = resolve_model_path(p);
-  if (p.n_gpu_layers != "auto") {
-    log(p,
-        "warning: no usable GPU found, --gpu-layers option will be ignored\n"
-        "warning: this Strix build runs on the CPU only\n");
+  // -ngl: as llama.cpp, ignored with a warning when no GPU is usable; "auto"
+  // (the default) offloads when a GPU is usable and the model runs there.
+  std::string no_gpu;
+  const bool gpu_usable = cuda::available(&no_gpu);
+  if (!gpu_usable && p.n_gpu_layers != "auto" && p.n_gpu_layers != "0") {
+    log(p, "warning: no usable GPU found, --gpu-layers option will be ignored\nwarning: " + no_gpu + "\n");
   }
+  const bool may_offload = gpu_usable && p.n_gpu_layers != "0";
+  set_weight_memory(p.mmap == 1 || (p.mmap < 0 && may_offload) ? WeightMemory::kMap
+                    : p.mmap == 0                               ? WeightMemory::kCopy
+                                                                : WeightMemory::kAuto);
   auto model = Model::load(path);
+  bool on_gpu = false;
+  if (may_offload && p.n_gpu_layers == "auto") {
+    try {
+      cuda::check_model(*model);
+      on_gpu = true;
+    } catch (const Refusal& e) {
+      log(p, std::string("main: the model runs on the CPU: ") + e.what() + "\n");
+    }
+  } else if (may_offload) {
+    on_gpu = cuda::parse_ngl(p.n_gpu_layers, model->hparams().n_layer);  // refuses a partial count by name
+    if (on_gpu) cuda::check_model(*model);
+  }
   const tok::Tokenizer tk = tok::Tokenizer::from_file(path);
   if (p.mlock && mlockall(MCL_CURRENT) != 0) {
     log(p, "warning: failed to mlock the model: raise RLIMIT_MEMLOCK (ulimit -l) or run without --mlock\n");
@@ -98,7 +120,19 @@ int run(CliParams& p) {
   co.n_ctx = n_ctx;
   co.n_ubatch = std::min(p.n_ubatch, p.n_batch);
   co.n_threads = p.n_threads_batch > 0 && p.n_threads > 0 ? std::max(p.n_threads, p.n_threads_batch) : p.n_threads;
-  Context ctx(*model, co);
+  std::unique_ptr<Context> cpu_ctx;
+  std::unique_ptr<cuda::CudaContext> gpu_ctx;
+  std::unique_ptr<Decoder> decoder;
+  if (on_gpu) {
+    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
+    decoder = std::make_unique<DecoderOf<cuda::CudaContext>>(*gpu_ctx, n_ctx);
+    log(p, "main: offloaded " + std::to_string(model->hparams().n_layer + 1) + "/" +
+               std::to_string(model->hparams().n_layer + 1) + " layers to the GPU (" + gpu_ctx->device_name() + ")\n");
+  } else {
+    cpu_ctx = std::make_unique<Context>(*model, co);
+    decoder = std::make_unique<DecoderOf<Context>>(*cpu_ctx, n_ctx);
+  }
+  Decoder& ctx = *decoder;
   const tok::Vocab& vocab = tk.vocab();
 
   if (p.warmup) {
@@ -152,14 +186,9 @@ int run(CliParams& p) {
   // template's thinking tags (<think> ... </think>), as llama.cpp configures it
   // from the chat parameters; without a chat, or with a template that has no
   // thinking tags, there is nothing to count and the budget has no effect.
-  constexpr const char* kThinkOpen = "<think>";
-  constexpr const char* kThinkClose = "</think>";
   if (p.reasoning_budget > 0) {
-    if (format_chat && tmpl.find(kThinkOpen) != std::string::npos) {
-      p.sampling.reasoning_budget_tokens = p.reasoning_budget;
-      p.sampling.reasoning_budget_start = tk.tokenize(kThinkOpen, false, true);
-      p.sampling.reasoning_budget_end = {tk.tokenize(kThinkClose, false, true)};
-      p.sampling.reasoning_budget_forced = tk.tokenize(p.reasoning_budget_message + kThinkClose, false, true);
+    if (format_chat && sampling::template_thinks(tmpl)) {
+      sampling::set_think_budget(p.sampling, tk, p.reasoning_budget, p.reasoning_budget_message);
     } else {
       log(p, "main: --reasoning-budget: no chat template with thinking tags (<think>), the budget has no effect\n");
     }

@@ -4,12 +4,14 @@
 // blocks -> "tool" messages); the reply is parsed by the same tool-call /
 // reasoning parser and returned as content blocks (thinking, text, tool_use).
 // Errors use Anthropic's shape (Routes::handle words them by path).
+#include <cstdint>
 #include <ctime>
 #include <memory>
 #include <utility>
 
 #include "server/api_common.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 
@@ -148,8 +150,12 @@ json tool_input(const std::string& args) {
 
 HttpReply Routes::count_tokens_anthropic(const std::string& text) {
   const json b = parse_body(text);
-  check_fields(b, {"model", "messages", "system", "tools", "tool_choice", "chat_template_kwargs"});
-  const ChatPlan plan = plan_chat(chat_, anthropic_chat_call(b));
+  check_fields(b, {"model", "messages", "system", "tools", "tool_choice", "chat_template_kwargs", "thinking"});
+  ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
+  if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), INT64_MAX, think);
+  ChatCall call = anthropic_chat_call(b);
+  apply_thinking_switch(call, think);
+  const ChatPlan plan = plan_chat(chat_, call);
   const auto ids = tk_.tokenize(plan.prompt, true, true);
   return json_reply({{"input_tokens", ids.size()}});
 }
@@ -158,7 +164,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
   const json b = parse_body(text);
   // chat_template_kwargs: llama-server's extension (e.g. {"enable_thinking": false}).
   check_fields(b, {"model", "messages", "system", "max_tokens", "metadata", "stop_sequences", "stream", "temperature",
-                   "top_p", "top_k", "tools", "tool_choice", "chat_template_kwargs"});
+                   "top_p", "top_k", "tools", "tool_choice", "chat_template_kwargs", "thinking"});
   if (!has_field(b, "max_tokens")) throw ApiError(400, "max_tokens: Field required", "max_tokens");
   const int64_t max_tokens = get_int(b, "max_tokens", 0);
   if (max_tokens < 1) throw ApiError(400, "max_tokens: must be at least 1", "max_tokens");
@@ -166,7 +172,12 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
     if (!b.at("metadata").is_object()) throw ApiError(400, "metadata: must be an object", "metadata");
     check_fields(b.at("metadata"), {"user_id"}, {}, "metadata.");
   }
-  const ChatPlan plan = plan_chat(chat_, anthropic_chat_call(b));
+  // thinking: disabled renders with enable_thinking = false; enabled runs the budget sampler (server/reasoning.h)
+  ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
+  if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), max_tokens, think);
+  ChatCall call = anthropic_chat_call(b);
+  apply_thinking_switch(call, think);
+  const ChatPlan plan = plan_chat(chat_, call);
   json sb = json::object();
   for (const char* k : {"temperature", "top_p", "top_k"}) {
     if (has_field(b, k)) sb[k] = b.at(k);
@@ -175,6 +186,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
   params.grammar = plan.grammar;
   params.grammar_lazy = plan.grammar_lazy;
   params.grammar_trigger_patterns = plan.grammar_triggers;
+  apply_think_budget(params, chat_, plan, think);
   const std::vector<std::string> stops = get_strings(b, "stop_sequences");
   GenRequest g = make_request(tk_, plan.prompt, json::object(), {cfg_.n_ctx, max_tokens}, params, stops);
   const int32_t n_prompt = static_cast<int32_t>(g.prompt.size());

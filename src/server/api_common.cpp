@@ -270,9 +270,10 @@ GenRequest make_request_ids(const tok::Tokenizer& tk, std::vector<int32_t> ids, 
   if (n_probs < 0 || n_probs > 100) throw ApiError(400, "'n_probs' must be in [0, 100]", "n_probs");
   g.n_probs = static_cast<int32_t>(n_probs);
   g.cache_prompt = get_bool(b, "cache_prompt", true);
-  if (get_int(b, "id_slot", -1) != -1) {
-    throw ApiError(400, "'id_slot' other than -1 is not implemented (the engine picks the slot)", "id_slot");
-  }
+  // llama-server's id_slot: -1 any slot, else that slot (Engine::submit checks the range)
+  const int64_t id_slot = get_int(b, "id_slot", -1);
+  if (id_slot < -1 || id_slot > INT32_MAX) throw ApiError(400, "'id_slot' must be -1 (any) or a slot id", "id_slot");
+  g.id_slot = static_cast<int32_t>(id_slot);
   g.sampler = build_sampler(params, tk, lim.n_ctx);
   return g;
 }

@@ -1,10 +1,14 @@
 #include "server/chat_io.h"
 
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "chat/chat_template.h"
 #include "chat/jinja_value.h"
+#include "chat/tool_polyfill.h"
 #include "core/error.h"
+#include "sampling/think_budget.h"
 #include "server/api_error.h"
 
 namespace strix::server {
@@ -52,6 +56,29 @@ json template_messages(const json& messages) {
   return out;
 }
 
+// The template's probed capabilities, once per template (probing renders it
+// a few times).
+const chat::TemplatePolyfill& polyfill_for(const std::string& tmpl, const std::string& bos, const std::string& eos) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<chat::TemplatePolyfill>> cache;
+  const std::string key = tmpl + '\0' + bos + '\0' + eos;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_unique<chat::TemplatePolyfill>(tmpl, bos, eos);
+  return *slot;
+}
+
+// llama.cpp's generic format: its system line first, then minja's polyfills
+// for what the template cannot render (Gemma's renders no tools, calls or
+// tool results: they become system text and JSON message contents).
+json generic_messages(const json& messages, const json& tools, const std::string& tmpl, const std::string& bos,
+                      const std::string& eos) {
+  using ojson = nlohmann::ordered_json;
+  const ojson with_system = chat::add_system(ojson::parse(messages.dump()), chat::kGenericSystem);
+  const ojson filled = polyfill_for(tmpl, bos, eos).apply(with_system, ojson::parse(tools.dump()));
+  return json::parse(filled.dump());
+}
+
 }  // namespace
 
 ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
@@ -83,21 +110,35 @@ ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
   }
 
   chat::ChatInputs in;
+  const auto& v = env.tk->vocab();
+  if (v.bos != tok::kNoToken) in.bos_token = env.tk->token_to_piece(v.bos, true);
+  if (v.eos != tok::kNoToken) in.eos_token = env.tk->token_to_piece(v.eos, true);
   try {
-    in.messages = jinja::parse_json(template_messages(call.messages).dump());
+    const bool generic = plan.tools_active && env.format == chat::ToolFormat::kGeneric;
+    const json messages =
+        generic ? generic_messages(call.messages, call.tools, env.tmpl, in.bos_token, in.eos_token) : call.messages;
+    in.messages = jinja::parse_json(template_messages(messages).dump());
     if (plan.tools_active) in.tools = jinja::parse_json(call.tools.dump());
     for (const auto& [k, v] : call.template_kwargs.items()) in.kwargs.emplace_back(k, jinja::parse_json(v.dump()));
   } catch (const std::exception& e) {
     throw ApiError(400, std::string("the messages cannot be given to the template: ") + e.what(), "messages");
   }
   in.add_generation_prompt = true;
-  const auto& v = env.tk->vocab();
-  if (v.bos != tok::kNoToken) in.bos_token = env.tk->token_to_piece(v.bos, true);
-  if (v.eos != tok::kNoToken) in.eos_token = env.tk->token_to_piece(v.eos, true);
   try {
     plan.prompt = chat::apply_chat_template(env.tmpl, in);
   } catch (const std::exception& e) {
     throw ApiError(400, std::string("the chat template failed: ") + e.what(), "messages");
+  }
+  if (sampling::template_thinks(env.tmpl)) {
+    in.add_generation_prompt = false;
+    try {
+      const std::string bare = chat::apply_chat_template(env.tmpl, in);
+      size_t n = 0;
+      while (n < bare.size() && n < plan.prompt.size() && bare[n] == plan.prompt[n]) ++n;
+      plan.generation_prompt = plan.prompt.substr(n);
+    } catch (const std::exception&) {
+      // a template that insists on the generation prompt: the budget starts unprimed
+    }
   }
 
   plan.parse.format = env.format;

@@ -39,6 +39,9 @@ struct ChatCall {
 
 struct ChatPlan {
   std::string prompt;
+  // What add_generation_prompt appended (common_chat_params::generation_prompt),
+  // for templates with <think> blocks: it primes the reasoning budget.
+  std::string generation_prompt;
   bool tools_active = false;
   bool parse_output = false;  // run the reply through the tool-call / reasoning parser
   chat::ParseOptions parse;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "kv/kv_cache.h"
+#include "server/api_error.h"
 #include "server/engine_slot.h"
 #include "server/token_probs.h"
 
@@ -46,6 +47,14 @@ Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ct
 Engine::~Engine() { stop(); }
 
 std::shared_ptr<GenStream> Engine::submit(GenRequest req) {
+  if (req.id_slot < -1 || req.id_slot >= opts_.n_parallel) {
+    // llama-server would wait forever (or, in later builds, wrap the id around); a clear error is more useful
+    throw ApiError(400,
+                   "'id_slot' is " + std::to_string(req.id_slot) + ", this server has " +
+                       std::to_string(opts_.n_parallel) + " slot(s): 0 .. " + std::to_string(opts_.n_parallel - 1) +
+                       ", or -1 for any",
+                   "id_slot");
+  }
   auto out = std::make_shared<GenStream>();
   Clock::time_point deadline = Clock::time_point::max();
   const double limit_s = req.timeout_ms > 0 ? req.timeout_ms / 1000.0 : opts_.timeout_s;
@@ -239,8 +248,21 @@ bool Engine::resume(Slot& s, int64_t reserved, bool alone) {
   return true;
 }
 
+// The free slot a queued request may take: its own when pinned (id_slot), else the first free one.
+Engine::Slot* Engine::free_slot_for(const GenRequest& req) {
+  if (req.id_slot >= 0) {
+    Slot* s = slots_[static_cast<size_t>(req.id_slot)].get();
+    return s->active ? nullptr : s;
+  }
+  for (auto& s : slots_) {
+    if (!s->active) return s.get();
+  }
+  return nullptr;
+}
+
 // Resumes preempted slots (oldest first), then moves queued requests into free
-// slots in FIFO order while the KV cache can hold them.
+// slots in FIFO order while the KV cache can hold them. A request pinned to a
+// busy slot is passed over (llama-server defers it) and keeps its place.
 void Engine::admit() {
   std::vector<Slot*> waiting;
   for (auto& s : slots_) {
@@ -254,30 +276,28 @@ void Engine::admit() {
   }
   for (;;) {
     Slot* free_slot = nullptr;
-    for (auto& s : slots_) {
-      if (!s->active) {
-        free_slot = s.get();
-        break;
-      }
-    }
-    if (free_slot == nullptr) return;
     Pending p;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty()) return;
-      if (shares_inflight(queue_.front().req)) return;
+      auto next = queue_.begin();
+      for (; next != queue_.end(); ++next) {
+        free_slot = free_slot_for(next->req);
+        if (free_slot != nullptr) break;
+      }
+      if (next == queue_.end()) return;
+      if (shares_inflight(next->req)) return;
       Slot& s = *free_slot;
-      s.req = std::move(queue_.front().req);
+      s.req = std::move(next->req);
       s.feed = s.req.prompt;
       s.next_token = -1;
       if (!resume(s, reserved_blocks(&s), !others_running(&s))) {
-        queue_.front().req = std::move(s.req);
+        next->req = std::move(s.req);
         s.feed.clear();
         return;
       }
-      p.out = std::move(queue_.front().out);
-      p.deadline = queue_.front().deadline;
-      queue_.pop_front();
+      p.out = std::move(next->out);
+      p.deadline = next->deadline;
+      queue_.erase(next);
       ++processing_;
       metrics_.prefix_hit_tokens += s.n_fed;
     }

@@ -3,7 +3,9 @@
 // Every step gathers the next token of each decoding slot plus a chunk of
 // pending prompt tokens (chunked prefill, at most n_batch tokens in all),
 // decodes once, samples each slot that got logits and pushes the text to its
-// GenStream. Requests beyond the free slots (or the free KV) wait in FIFO order.
+// GenStream. Requests beyond the free slots (or the free KV) wait in FIFO order;
+// one pinned to a slot (GenRequest::id_slot, llama-server's) waits for that
+// slot without holding up the requests queued behind it.
 // The KV cache is paged and shared: -c bounds all slots together, not each.
 //
 // Prefix caching (src/kv/kv_cache.h): a request with cache_prompt attaches the
@@ -52,6 +54,7 @@ struct GenRequest {
   bool cache_prompt = true;                    // reuse cached KV blocks of an equal prompt prefix
   std::string cache_salt;                      // prefixes are shared only between requests of equal salt
   int64_t timeout_ms = 0;                      // > 0: ends with Finish::kError this long after submit()
+  int32_t id_slot = -1;                        // >= 0: runs in this slot only, waiting while it is busy
 };
 
 class Engine {
@@ -68,6 +71,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request; thread-safe. Events arrive on the returned stream.
+  // An id_slot outside [-1, n_parallel) is an ApiError (400 naming id_slot).
   std::shared_ptr<GenStream> submit(GenRequest req);
   // Finishes the running step, ends every request (Finish::kError) and joins the thread.
   void stop();
@@ -118,6 +122,7 @@ class Engine {
   };
   void loop();
   void admit();
+  Slot* free_slot_for(const GenRequest& req);
   bool resume(Slot& s, int64_t reserved, bool alone);
   bool step();
   void expire();

@@ -1,10 +1,12 @@
 // llama-server's own endpoints: /tokenize, /detokenize, /apply-template and /completion.
+#include <climits>
 #include <memory>
 #include <utility>
 
 #include "server/api_common.h"
 #include "server/api_error.h"
 #include "server/oai_chat.h"
+#include "server/reasoning.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 
@@ -40,6 +42,29 @@ std::vector<int32_t> token_ids(const json& t, const tok::Tokenizer& tk, const ch
   return ids;
 }
 
+// llama-server's reasoning budget on a raw prompt: reasoning_budget_tokens >= 0
+// counts the tokens between reasoning_budget_start_tag and _end_tag and then
+// forces reasoning_budget_message + the end tag (all tokenized with special
+// tokens parsed). Without tags there is no block to count, so a budget asks for them.
+void raw_reasoning_budget(const json& b, const tok::Tokenizer& tk, sampling::Params& p) {
+  const int64_t budget = get_int(b, "reasoning_budget_tokens", -1);
+  if (budget < -1 || budget > INT32_MAX) {
+    throw ApiError(400, "'reasoning_budget_tokens' must be -1 (unlimited) or a token count", "reasoning_budget_tokens");
+  }
+  const std::string start = get_string(b, "reasoning_budget_start_tag", "");
+  const std::string end = get_string(b, "reasoning_budget_end_tag", "");
+  const std::string message = get_string(b, "reasoning_budget_message", "");
+  if (budget < 0) return;
+  if (start.empty() || end.empty()) {
+    throw ApiError(400, "'reasoning_budget_tokens' needs 'reasoning_budget_start_tag' and 'reasoning_budget_end_tag'",
+                   start.empty() ? "reasoning_budget_start_tag" : "reasoning_budget_end_tag");
+  }
+  p.reasoning_budget_tokens = static_cast<int32_t>(budget);
+  p.reasoning_budget_start = tk.tokenize(start, false, true);
+  p.reasoning_budget_end = {tk.tokenize(end, false, true)};
+  p.reasoning_budget_forced = tk.tokenize(message + end, false, true);
+}
+
 }  // namespace
 
 HttpReply Routes::detokenize(const std::string& text) {
@@ -55,18 +80,26 @@ HttpReply Routes::detokenize(const std::string& text) {
 
 HttpReply Routes::apply_template(const std::string& text) {
   const json b = parse_body(text);
-  check_fields(b, {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs"});
-  return json_reply({{"prompt", plan_chat(chat_, openai_chat_call(b)).prompt}});
+  check_fields(b, {"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs"},
+               kReasoningFields);
+  // rendered as a chat request would be: a reasoning budget of 0 turns enable_thinking off
+  ChatCall call = openai_chat_call(b);
+  apply_thinking_switch(call, reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message}));
+  return json_reply({{"prompt", plan_chat(chat_, call).prompt}});
 }
 
 HttpReply Routes::completion_native(const std::string& text) {
   const json b = parse_body(text);
-  check_fields(b, {"prompt", "n_predict", "stop", "stream", "response_format"}, kSamplingFields);
+  check_fields(b,
+               {"prompt", "n_predict", "stop", "stream", "response_format", "reasoning_budget_tokens",
+                "reasoning_budget_start_tag", "reasoning_budget_end_tag", "reasoning_budget_message"},
+               kSamplingFields);
   if (!has_field(b, "prompt")) throw ApiError(400, "'prompt' is required", "prompt");
   const json& pj = b.at("prompt");
   const bool stream = get_bool(b, "stream", false);
   const PromptLimits lim{cfg_.n_ctx, get_int(b, "n_predict", -1)};
-  const sampling::Params params = sampling_params(b);
+  sampling::Params params = sampling_params(b);
+  raw_reasoning_budget(b, tk_, params);
   GenRequest g;
   if (pj.is_string()) {
     g = make_request(tk_, pj.get<std::string>(), b, lim, params, get_strings(b, "stop"));

@@ -12,6 +12,7 @@
 
 #include "server/api_common.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 
@@ -150,7 +151,7 @@ HttpReply Routes::chat_oai(const std::string& text) {
   check_fields(b,
                {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "n",
                 "user", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-                "chat_template_kwargs"},
+                "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "reasoning_budget_message"},
                kSamplingFields);
   const int64_t n = get_int(b, "n", 1);
   if (n < 1 || n > 64) throw ApiError(400, "'n' must be in [1, 64]", "n");
@@ -164,10 +165,14 @@ HttpReply Routes::chat_oai(const std::string& text) {
   const int64_t n_probs = get_int(b, "n_probs", 0);
   const int top_n =
       logprobs ? static_cast<int>(top) : (n_probs > 0 ? static_cast<int>(std::min<int64_t>(n_probs, 20)) : -1);
-  const ChatPlan plan = plan_chat(chat_, openai_chat_call(b));
+  const ThinkBudget think = reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message});
+  ChatCall call = openai_chat_call(b);
+  apply_thinking_switch(call, think);
+  const ChatPlan plan = plan_chat(chat_, call);
   const bool stream = get_bool(b, "stream", false);
   const bool usage = include_usage(b);
   sampling::Params params = sampling_params(b);
+  apply_think_budget(params, chat_, plan, think);
   if (!plan.grammar.empty()) {
     if (!params.grammar.empty()) {
       throw ApiError(400, "'response_format' (or a grammar) together with tools is not implemented",

@@ -31,6 +31,8 @@ struct RouteConfig {
   std::string chat_template;  // Jinja source ("" : chat requests are refused)
   int64_t n_ctx = 0;
   std::string reasoning_format = "auto";  // none | deepseek | auto
+  int32_t reasoning_budget = -1;          // --reasoning-budget: chat requests' default (server/reasoning.h)
+  std::string reasoning_budget_message;   // --reasoning-budget-message
   bool metrics = false;                   // GET /metrics
   bool slots = true;                      // GET /slots
   bool props_write = false;               // POST /props

@@ -64,11 +64,13 @@ std::vector<size_t> char_starts(const std::string& s) {
   return out;
 }
 
-// Feeds `text` cut at `cuts` and adds the deltas up.
-ParsedMessage stream(const std::string& text, const ParseOptions& opts, const std::vector<size_t>& cuts) {
-  StreamParser p(opts);
+// Joins deltas as an OpenAI client does: the first delta of a call (its
+// index seen for the first time) carries id and name, later ones only
+// argument fragments.
+struct Joiner {
   ParsedMessage acc;
-  auto take = [&](const std::vector<StreamDelta>& ds) {
+  size_t fragments = 0;  // argument deltas with text
+  void take(const std::vector<StreamDelta>& ds) {
     for (const StreamDelta& d : ds) {
       acc.content += d.content;
       acc.reasoning_content += d.reasoning_content;
@@ -77,26 +79,63 @@ ParsedMessage stream(const std::string& text, const ParseOptions& opts, const st
         EXPECT_FALSE(d.tool_name.empty());
         EXPECT_FALSE(d.tool_id.empty());
         acc.tool_calls.push_back(ToolCall{d.tool_id, d.tool_name, ""});
+      } else {
+        EXPECT_TRUE(d.tool_name.empty() && d.tool_id.empty()) << "id and name come once, on the first delta";
       }
       ASSERT_LT(static_cast<size_t>(d.tool_index), acc.tool_calls.size());
       acc.tool_calls[d.tool_index].arguments += d.arguments;
+      if (!d.arguments.empty()) ++fragments;
     }
-  };
+  }
+};
+
+// Feeds `text` cut at `cuts` and adds the deltas up.
+ParsedMessage stream(const std::string& text, const ParseOptions& opts, const std::vector<size_t>& cuts,
+                     bool* diverged = nullptr, size_t* fragments = nullptr) {
+  StreamParser p(opts);
+  Joiner j;
   size_t from = 0;
   for (size_t c : cuts) {
-    take(p.feed(std::string_view(text).substr(from, c - from)));
+    j.take(p.feed(std::string_view(text).substr(from, c - from)));
     from = c;
   }
-  take(p.feed(std::string_view(text).substr(from)));
-  take(p.finish());
+  j.take(p.feed(std::string_view(text).substr(from)));
+  j.take(p.finish());
   const ParsedMessage m = p.message();
-  EXPECT_EQ(m.content, acc.content);
-  EXPECT_EQ(m.tool_calls.size(), acc.tool_calls.size());
-  return acc;
+  EXPECT_EQ(m.content, j.acc.content);
+  EXPECT_EQ(m.reasoning_content, j.acc.reasoning_content);
+  EXPECT_EQ(m.tool_calls.size(), j.acc.tool_calls.size());
+  for (size_t i = 0; i < std::min(m.tool_calls.size(), j.acc.tool_calls.size()); ++i) {
+    EXPECT_EQ(m.tool_calls[i].id, j.acc.tool_calls[i].id);
+    EXPECT_EQ(m.tool_calls[i].arguments, j.acc.tool_calls[i].arguments);
+  }
+  if (diverged) *diverged = p.diverged();
+  if (fragments) *fragments = j.fragments;
+  return j.acc;
+}
+
+bool has_prefix(const std::string& s, const std::string& head) { return s.compare(0, head.size(), head) == 0; }
+
+// A stream that diverged (markup broken after a call began streaming) sent a
+// prefix of what the whole parse has as text, and calls the whole parse
+// does not have (it keeps their text as content); or, generic format, the
+// string of a {"response": ...} reply that never completed (the whole parse
+// keeps the raw object text).
+void expect_diverged_prefix(const ParsedMessage& m, const ParsedMessage& whole, const std::string& what) {
+  EXPECT_TRUE(has_prefix(whole.reasoning_content, m.reasoning_content)) << what;
+  if (m.tool_calls.empty()) {
+    EXPECT_TRUE(has_prefix(whole.content, "{") && whole.content.find("\"response\"") != std::string::npos)
+        << what << ": only a call or a generic response that began streaming can diverge";
+    return;
+  }
+  EXPECT_TRUE(has_prefix(whole.content, m.content)) << what << "\nstreamed: " << m.content;
 }
 
 // One-char pieces and a few random splits must all add up to parse_reply.
-void expect_streams_like_whole(const std::string& text, const ParseOptions& opts, const std::string& what) {
+// may_diverge: the text breaks a call's markup after its name (bad input),
+// where the stream keeps what it sent (tool_calls.h).
+void expect_streams_like_whole(const std::string& text, const ParseOptions& opts, const std::string& what,
+                               bool may_diverge = false) {
   const ParsedMessage whole = parse_reply(text, opts);
   const std::vector<size_t> starts = char_starts(text);
   std::vector<std::vector<size_t>> splits = {starts, {}};
@@ -109,8 +148,14 @@ void expect_streams_like_whole(const std::string& text, const ParseOptions& opts
     splits.push_back(cuts);
   }
   for (size_t k = 0; k < splits.size(); ++k) {
-    const ParsedMessage m = stream(text, opts, splits[k]);
+    bool diverged = false;
+    const ParsedMessage m = stream(text, opts, splits[k], &diverged);
     const std::string w = what + " (split " + std::to_string(k) + ")";
+    EXPECT_TRUE(may_diverge || !diverged) << w;
+    if (diverged) {
+      expect_diverged_prefix(m, whole, w);
+      continue;
+    }
     EXPECT_EQ(m.content, whole.content) << w;
     EXPECT_EQ(m.reasoning_content, whole.reasoning_content) << w;
     ASSERT_EQ(m.tool_calls.size(), whole.tool_calls.size()) << w;
@@ -357,7 +402,8 @@ TEST(ToolFormatDetect, RealTemplates) {
   EXPECT_EQ(detect_tool_format(lenml_template("deepseek_v3")), ToolFormat::kDeepSeekV3);
   // The packaged Llama 3.1 and Gemma 3 templates render no tools at all.
   EXPECT_EQ(detect_tool_format(lenml_template("llama3_1")), ToolFormat::kNone);
-  EXPECT_EQ(detect_tool_format(lenml_template("gemma3")), ToolFormat::kNone);
+  // llama.cpp has no Gemma format: Gemma's template gets the generic JSON one.
+  EXPECT_EQ(detect_tool_format(lenml_template("gemma3")), ToolFormat::kGeneric);
   EXPECT_EQ(detect_tool_format(fixture_template("gpt_oss_style")), ToolFormat::kHarmony);
   EXPECT_EQ(detect_tool_format(fixture_template("llama31_tools_style")), ToolFormat::kLlama3Json);
   EXPECT_EQ(detect_tool_format(fixture_template("mistral_style")), ToolFormat::kMistral);
@@ -566,7 +612,7 @@ TEST(ToolCallsBadInput, TruncatedOrInvalidStaysContent) {
     const ParsedMessage m = parse_reply(b.text, opts_for(b.f));
     EXPECT_TRUE(m.tool_calls.empty()) << tool_format_name(b.f) << ": " << b.text;
     EXPECT_FALSE(m.content.empty() && m.reasoning_content.empty()) << b.text;
-    expect_streams_like_whole(b.text, opts_for(b.f), b.text);
+    expect_streams_like_whole(b.text, opts_for(b.f), b.text, /*may_diverge=*/true);
   }
   // Deep nesting and stray bytes do not crash either.
   const std::string deep = "<tool_call>" + std::string(20000, '[');
@@ -579,7 +625,6 @@ TEST(ToolCallsBadInput, TruncatedOrInvalidStaysContent) {
   EXPECT_EQ(parse_reply(ok_call, opts_for(ToolFormat::kHermes)).tool_calls.size(), 1u);
   EXPECT_NO_THROW(parse_reply(std::string("\xff\xfe<tool_call>\x01", 15), opts_for(ToolFormat::kHermes)));
   EXPECT_EQ(parse_reply("", opts_for(ToolFormat::kDeepSeekV3)).content, "");
-  EXPECT_THROW(parse_reply("```tool_code\nf()\n```", opts_for(ToolFormat::kGemma)), Refusal);
 }
 
 // ---------------------------------------------------------------------------
@@ -816,6 +861,7 @@ TEST(ToolCallsStream, RandomMarkupSoup) {
   const char* env = std::getenv("STRIX_TOOLCALLS_SOUP");
   const int rounds = env ? std::atoi(env) : 300;
   std::mt19937 rng(env ? rounds : 42);
+  int n_diverged = 0, n_same = 0;
   for (int n = 0; n < rounds; ++n) {
     std::string text;
     const int len = 1 + static_cast<int>(rng() % 24);
@@ -838,8 +884,15 @@ TEST(ToolCallsStream, RandomMarkupSoup) {
       for (size_t s : char_starts(text)) {
         if (rng() % 3 == 0) cuts.push_back(s);
       }
-      const ParsedMessage m = stream(text, o, cuts);
+      bool diverged = false;
+      const ParsedMessage m = stream(text, o, cuts, &diverged);
       const std::string what = std::string(tool_format_name(f)) + " on [" + text + "]";
+      if (diverged) {
+        ++n_diverged;
+        expect_diverged_prefix(m, whole, what);
+        continue;
+      }
+      ++n_same;
       ASSERT_EQ(m.content, whole.content) << what;
       ASSERT_EQ(m.reasoning_content, whole.reasoning_content) << what;
       ASSERT_EQ(m.tool_calls.size(), whole.tool_calls.size()) << what;
@@ -847,6 +900,9 @@ TEST(ToolCallsStream, RandomMarkupSoup) {
         ASSERT_EQ(m.tool_calls[i].arguments, whole.tool_calls[i].arguments);
     }
   }
+  // Divergence needs a call cut or broken after its name: the soup has some,
+  // but most texts stream exactly like the whole parse.
+  EXPECT_GT(n_same, 10 * n_diverged) << n_same << " same, " << n_diverged << " diverged";
 }
 
 TEST(ToolCallGrammar, BadRequests) {
@@ -856,7 +912,6 @@ TEST(ToolCallGrammar, BadRequests) {
   EXPECT_THROW(tool_call_grammar(ToolFormat::kHermes, json::array({{{"type", "code_interpreter"}}}), "", true, false),
                Error);
   EXPECT_THROW(tool_call_grammar(ToolFormat::kNone, tools, "", true, false), Refusal);
-  EXPECT_THROW(tool_call_grammar(ToolFormat::kGemma, tools, "", true, false), Refusal);
   // A function without parameters still gets a grammar ({} arguments).
   const json bare = json::array({{{"type", "function"}, {"function", {{"name", "ping"}}}}});
   EXPECT_TRUE(accepts(tool_call_grammar(ToolFormat::kHermes, bare, "", true, false),

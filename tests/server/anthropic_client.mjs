@@ -88,11 +88,16 @@ const modes = {
     const ajv = new Ajv();
     const stream = client.messages.stream(req);
     const events = [];
-    let json = '';
+    let json = '', json_fragments = 0, json_events = 0;
+    // the SDK's accumulator re-parses the partial JSON at each input_json_delta
+    stream.on('inputJson', () => json_events++);
     for await (const e of stream) {
       events.push(e.type === 'content_block_delta' ? `${e.type}:${e.delta.type}` :
                   e.type === 'content_block_start' ? `${e.type}:${e.content_block.type}` : e.type);
-      if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') json += e.delta.partial_json;
+      if (e.type === 'content_block_delta' && e.delta.type === 'input_json_delta') {
+        json += e.delta.partial_json;
+        json_fragments++;
+      }
     }
     const final = await stream.finalMessage();
     // the call and its result given back: tool_use / tool_result blocks through the template
@@ -103,7 +108,7 @@ const modes = {
                                                 input: {city: 'Paris'}}]},
                  {role: 'user', content: [{type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny'}]}]});
     return {stop_reason: r.stop_reason, name: use?.name, input: use?.input, valid: use ? ajv.validate(input_schema, use.input) : false,
-            events, stream_json: json, final_stop: final.stop_reason,
+            events, stream_json: json, json_fragments, json_events, final_stop: final.stop_reason,
             final_input: final.content.find((b) => b.type === 'tool_use')?.input ?? null, next_stop: next.stop_reason};
   },
 };

@@ -1,6 +1,6 @@
 // Load: 64 concurrent streaming requests against a real `strix serve` process
-// (16 slots, so requests queue too) on a synthetic model with Llama 3.2 1B's
-// widths (1 layer, the stories vocabulary; under the sanitizers a tiny one),
+// (16 slots, so requests queue too) on a synthetic model of Llama 3.2 1B's
+// shape (Q8_0; under the sanitizers a tiny one),
 // three rounds driven by tests/server/load_client.mjs. Every stream must end
 // with a finish_reason and [DONE], no request may fail, every KV block must be
 // back in the pool after each round (strix:kv_blocks_used in /metrics) and the
@@ -39,11 +39,15 @@ std::string load_model() {
     if (kSanitized) {
       o.n_layer = 1;  // the synth defaults' widths
     } else {
-      o.n_layer = 1;  // Llama 3.2 1B's widths, one of its sixteen layers (the test is about the server, not depth)
+      // Llama 3.2 1B's shape: 16 layers, 2048 wide, 32 / 8 heads, ff 8192, Llama 3 vocabulary, tied output
+      o.n_layer = 16;
       o.n_embd = 2048;
       o.n_head = 32;
       o.n_head_kv = 8;
+      o.head_dim = 64;
       o.n_ff = 8192;
+      o.vocab = "llama3_1";
+      o.tied_output = true;
     }
     o.out = p.string();
     strix::synth::synth_write(o);

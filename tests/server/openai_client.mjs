@@ -115,7 +115,7 @@ const modes = {
     out.bad_grammar = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', grammar: 'root ::= ('})});
     out.bad_message_field = await apiError(() => client.chat.completions.create(
         {model: 'm', messages: [{role: 'user', content: 'x', audio: {}}]}));
-    out.id_slot = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', id_slot: 2})});
+    out.id_slot = await raw('/completion', {method: 'POST', body: JSON.stringify({prompt: 'x', id_slot: 9})});  // of -np 4
     out.prev_response = await apiError(() => client.responses.create({model: 'm', input: 'Hi', previous_response_id: 'r1'}));
     out.store = await apiError(() => client.responses.create({model: 'm', input: 'Hi', store: true}));
     out.hosted_tool = await apiError(() => client.responses.create(
@@ -260,17 +260,29 @@ const modes = {
     try { args_valid = ajv.validate(parameters, JSON.parse(call.function.arguments)); } catch { args_valid = false; }
     const stream = await client.chat.completions.create(
         {...base_req, stream: true, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
-    let sname = '', sargs = '', sid = '', sfinish = null;
+    let sname = '', sargs = '', sid = '', sfinish = null, sfirst = null;
+    const sfragments = [];
     for await (const chunk of stream) {
       for (const c of chunk.choices) {
         for (const tc of c.delta?.tool_calls ?? []) {
+          if (sfirst === null) sfirst = tc;
           if (tc.id) sid = tc.id;
           if (tc.function?.name) sname += tc.function.name;
-          if (tc.function?.arguments) sargs += tc.function.arguments;
+          if (tc.function?.arguments) {
+            sargs += tc.function.arguments;
+            sfragments.push(tc.function.arguments);
+          }
         }
         if (c.finish_reason) sfinish = c.finish_reason;
       }
     }
+    // The SDK's own accumulator (ChatCompletionStream) joins the deltas into a message.
+    const helper = client.beta.chat.completions.stream(
+        {...base_req, tool_choice: {type: 'function', function: {name: 'get_weather'}}});
+    let helper_deltas = 0;
+    helper.on('tool_calls.function.arguments.delta', () => helper_deltas++);
+    const final_completion = await helper.finalChatCompletion();
+    const fcall = final_completion.choices[0].message.tool_calls?.[0];
     const required = await client.chat.completions.create({...base_req, tool_choice: 'required'});
     const none = await client.chat.completions.create({...base_req, tool_choice: 'none', max_tokens: 8});
     // a conversation with an earlier call and its result goes through the template
@@ -292,11 +304,12 @@ const modes = {
     const rs = await client.responses.create({model: 'm', input: 'Weather in Paris?', tools: rtools, temperature: 0,
       max_output_tokens: 400, tool_choice: 'required', parallel_tool_calls: false, stream: true, ...kwargs});
     const revents = [];
-    let rargs = '', rdone = null;
+    let rargs = '', rdone = null, rfinal = null;
     for await (const e of rs) {
       revents.push(e.type);
       if (e.type === 'response.function_call_arguments.delta') rargs += e.delta;
       if (e.type === 'response.function_call_arguments.done') rdone = e.arguments;
+      if (e.type === 'response.completed') rfinal = e.response.output.find((o) => o.type === 'function_call');
     }
     const rhistory = await client.responses.create({model: 'm', temperature: 0, max_output_tokens: 4, tools: rtools,
       input: [{role: 'user', content: 'Weather in Paris?'},
@@ -304,13 +317,18 @@ const modes = {
               {type: 'function_call_output', call_id: 'c1', output: 'sunny'}], ...kwargs});
     return {finish: forced.choices[0].finish_reason, content: forced.choices[0].message.content,
             name: call?.function?.name, args: call?.function?.arguments, id: call?.id, args_valid,
-            stream: {id: sid, name: sname, args: sargs, finish: sfinish},
+            stream: {id: sid, name: sname, args: sargs, finish: sfinish, fragments: sfragments, first: sfirst},
+            sdk_final: {name: fcall?.function?.name, args: fcall?.function?.arguments, id: fcall?.id,
+                        n: final_completion.choices[0].message.tool_calls?.length ?? 0, deltas: helper_deltas,
+                        finish: final_completion.choices[0].finish_reason},
             required: {finish: required.choices[0].finish_reason, n: required.choices[0].message.tool_calls?.length ?? 0},
             none: {finish: none.choices[0].finish_reason, calls: none.choices[0].message.tool_calls ?? null},
             prompt: tmpl.body.prompt, followup_finish: followup.choices[0].finish_reason, unknown,
             responses: {type: fc?.type, name: fc?.name, args: fc?.arguments, call_id: fc?.call_id,
                         status: resp.status},
-            responses_stream: {events: revents, args: rargs, done: rdone}, rhistory_status: rhistory.status};
+            responses_stream: {events: revents, args: rargs, done: rdone, final_args: rfinal?.arguments ?? null,
+                               final_name: rfinal?.name ?? null},
+            rhistory_status: rhistory.status};
   },
   async timeout() {
     const before = (await raw('/health')).body;

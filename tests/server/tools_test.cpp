@@ -84,6 +84,32 @@ TEST_F(ToolsTest, openai_chat_and_responses_tool_calls) {
   EXPECT_EQ(r["stream"].value("args", ""), r.value("args", ""));
   EXPECT_FALSE(r["stream"].value("id", "").empty());
   EXPECT_EQ(r["stream"].value("finish", ""), "tool_calls");
+  // The arguments arrive in fragments (llama-server's delta shape: the first
+  // chunk has id, type and name with the arguments so far, the others only
+  // index and a fragment); joined they are the non-streamed arguments, and a
+  // joiner that loses the last fragment (negative control) is not.
+  const json& first = r["stream"]["first"];
+  EXPECT_EQ(first.value("index", -1), 0) << first.dump();
+  EXPECT_EQ(first.value("type", ""), "function") << first.dump();
+  EXPECT_EQ(first["function"].value("name", ""), "get_weather") << first.dump();
+  EXPECT_TRUE(first["function"]["arguments"].is_string()) << first.dump();
+  const auto fragments = r["stream"]["fragments"].get<std::vector<std::string>>();
+  EXPECT_GE(fragments.size(), 3u) << r["stream"].dump();
+  std::string joined, short_join;
+  for (size_t i = 0; i < fragments.size(); ++i) {
+    joined += fragments[i];
+    if (i + 1 < fragments.size()) short_join += fragments[i];
+  }
+  EXPECT_EQ(joined, r.value("args", ""));
+  EXPECT_NE(short_join, r.value("args", ""));
+  // The openai SDK's stream accumulator (finalChatCompletion) gives the non-streamed call.
+  const json& sdk = r["sdk_final"];
+  EXPECT_EQ(sdk.value("n", 0), 1) << sdk.dump();
+  EXPECT_EQ(sdk.value("name", ""), "get_weather");
+  EXPECT_EQ(sdk.value("args", ""), r.value("args", ""));
+  EXPECT_FALSE(sdk.value("id", "").empty());
+  EXPECT_EQ(sdk.value("finish", ""), "tool_calls");
+  EXPECT_GE(sdk.value("deltas", 0), static_cast<int>(fragments.size())) << "the SDK saw the fragments one by one";
   EXPECT_EQ(r["required"].value("finish", ""), "tool_calls");
   EXPECT_GE(r["required"].value("n", 0), 1);
   EXPECT_TRUE(r["none"]["calls"].is_null()) << "tool_choice none: no call";
@@ -116,6 +142,8 @@ TEST_F(ToolsTest, openai_chat_and_responses_tool_calls) {
   EXPECT_TRUE(has("response.function_call_arguments.done"));
   EXPECT_TRUE(has("response.output_item.done"));
   EXPECT_EQ(rs.value("args", ""), rs.value("done", "-"));
+  EXPECT_EQ(rs.value("args", ""), rs.value("final_args", "-")) << "response.completed has the joined arguments";
+  EXPECT_GE(std::count(ev.begin(), ev.end(), "response.function_call_arguments.delta"), 3) << rs.dump();
   EXPECT_TRUE(valid_weather_args(rs.value("args", ""))) << rs.value("args", "");
   EXPECT_FALSE(r.value("rhistory_status", "").empty());
 }
@@ -137,6 +165,9 @@ TEST_F(ToolsTest, anthropic_tool_use) {
   EXPECT_EQ(std::vector<std::string>(main.end() - 3, main.end()),
             (std::vector<std::string>{"content_block_stop", "message_delta", "message_stop"}));
   EXPECT_EQ(json::parse(r.value("stream_json", "null"), nullptr, false), r["input"]);
+  // input_json_delta fragments: several, each one taken by the SDK's partial-JSON accumulator.
+  EXPECT_GE(r.value("json_fragments", 0), 3) << r.dump();
+  EXPECT_EQ(r.value("json_events", -1), r.value("json_fragments", 0));
   EXPECT_EQ(r.value("final_stop", ""), "tool_use");
   EXPECT_EQ(r["final_input"], r["input"]);
   EXPECT_FALSE(r.value("next_stop", "").empty()) << "tool_use / tool_result blocks are accepted";
