@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA backend's check on a GPU machine (issue 7), in one command:
 #   kernel tests, parity -ngl 99 against libllama (CPU) on synthetic llama /
-#   qwen2 / qwen3 models (F16, Q8_0, Q4_K_M) with a negative control that must
-#   fail, stories260K greedy 200 tokens, and strix bench -ngl 99 (tg128/pp512)
-#   of a Llama-3.2-1B-shaped Q4_K_M with the measured copy bandwidth.
+#   qwen2 / qwen3 models (F16, Q8_0, Q4_K_M; llama also in BF16, Q4_0, Q4_1,
+#   Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, Q4_K_S, Q3_K_M, decode) with
+#   a negative control that must fail, stories260K greedy 200 tokens, and
+#   strix bench -ngl 99 (tg128/pp512) of a Llama-3.2-1B-shaped Q4_K_M with the
+#   measured copy bandwidth.
 #
 # Usage: scripts/gpu-check.sh [--no-speed] [--8b]
 #   STRIX_BIN / STRIX_TEST_BIN: prebuilt binaries (else builds build-gpu/, Release, STRIX_CUDA=ON)
@@ -67,6 +69,19 @@ for arch in llama qwen2 qwen3; do
     check "parity -ngl 99 $arch $t (prefill, decode, mixed)" pass \
       bash -o pipefail -c "'$S' parity -m '$work/$arch-$t.gguf' -ngl 99 --tokens 128 | tee -a '$OUT/parity.txt'"
   done
+done
+# every other weight type the float GEMV reads: one small llama each, decode (the GEMV path);
+# Q4_K_S (q/k Q4_K with v Q5_K) and Q3_K_M (Q3_K/Q4_K/Q5_K) mix integer-GEMV and float-GEMV types
+# in one layer. MXFP4 is not here: synth and llama-quantize put it in MoE experts only (the
+# rest Q8_0), which the CUDA backend refuses; tests/backend_cuda covers its kernels.
+for t in bf16 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q5_K iq4_nl iq4_xs; do
+  "$S" synth --arch llama "${small[@]}" --type "$t" --seed 1 -o "$work/llama-$t.gguf" >>"$OUT/log.txt" 2>&1
+done
+"$S" quantize "$work/llama-f16.gguf" "$work/llama-q4_k_s.gguf" Q4_K_S >>"$OUT/log.txt" 2>&1
+"$S" quantize "$work/llama-f16.gguf" "$work/llama-q3_k_m.gguf" Q3_K_M >>"$OUT/log.txt" 2>&1
+for t in bf16 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q5_K iq4_nl iq4_xs q4_k_s q3_k_m; do
+  check "parity -ngl 99 llama $t (decode)" pass \
+    bash -o pipefail -c "'$S' parity -m '$work/llama-$t.gguf' -ngl 99 --tokens 64 --mode decode | tee -a '$OUT/parity.txt'"
 done
 # negative control: Strix runs a model with other weights (seed 2) than libllama's
 "$S" synth --arch llama "${small[@]}" --type f16 --seed 2 -o "$work/llama-f16-seed2.gguf" >>"$OUT/log.txt" 2>&1

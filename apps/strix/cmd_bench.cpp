@@ -40,6 +40,9 @@ void usage(FILE* out) {
                "  -ngl, --n-gpu-layers N  0 (default): CPU; 99 or all: everything on the GPU (CUDA builds;\n"
                "                        partial offload is not implemented yet). Also prints the GPU's\n"
                "                        copy bandwidth and each tg test's weight bytes/s as a fraction of it\n"
+               "  -mmp, --mmap 0|1      1: map the file in place; 0: read it into huge-page memory; default:\n"
+               "                        read it when it takes at most half of the available memory (CPU),\n"
+               "                        map it with -ngl\n"
                "  --no-warmup           skip the warmup run\n"
                "  --seed S              picks the random token ids (default 1)\n");
 }
@@ -109,6 +112,10 @@ int cmd_bench(int argc, char** argv) {
       out_json = next();
     } else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
       o.ngl = next();
+    } else if (a == "-mmp" || a == "--mmap") {
+      const std::string v = next();
+      if (v != "0" && v != "1") throw Error("-mmp: '" + v + "' is not 0 or 1");
+      o.mmap = v == "1";
     } else if (a == "--no-warmup") {
       o.warmup = false;
     } else if (a == "--seed") {

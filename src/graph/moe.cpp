@@ -81,8 +81,10 @@ void moe_ffn(Exec& e, Step& s, const MoeWeights& w, const MoeConfig& cfg, const 
     if (cnt == 0) continue;
     const int32_t* rows = m.rows + m.offsets[x];
     ops::moe_gather(e, in, in_stride, rows, cnt, k, m.xg, d, d);
-    ops::matmul(e, w.gate_exps, m.xg, cnt, d, m.gate, ff, bias_row(w.gate_exps_b, x), x);
-    ops::matmul(e, w.up_exps, m.xg, cnt, d, m.up, ff, bias_row(w.up_exps_b, x), x);
+    // gate and up share one quantization of the tokens (and one barrier less)
+    const ops::MatmulOut gate_up[2] = {{&w.gate_exps, m.gate, ff, bias_row(w.gate_exps_b, x), x},
+                                       {&w.up_exps, m.up, ff, bias_row(w.up_exps_b, x), x}};
+    ops::matmul_group(e, gate_up, 2, m.xg, cnt, d);
     if (cfg.act == MoeAct::kSilu) {
       ops::swiglu(e, m.gate, ff, m.up, ff, m.gate, ff, cnt, ff);
     } else {

@@ -133,7 +133,7 @@ void matmul_group(Exec& e, const MatmulOut* outs, int count, const float* x, int
     }
     const auto [act, act_stride] = quantize_rows(e, outs[i].w->type, outs[i].w->ne[0], x, n, x_stride);
     for (int k = i; k < j; ++k)
-      matmul_rows(e, *outs[k].w, act, act_stride, n, outs[k].y, outs[k].y_stride, outs[k].bias, 0);
+      matmul_rows(e, *outs[k].w, act, act_stride, n, outs[k].y, outs[k].y_stride, outs[k].bias, outs[k].expert);
     e.barrier();
     i = j;
   }

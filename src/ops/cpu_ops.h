@@ -39,6 +39,7 @@ struct MatmulOut {
   float* y;
   int64_t y_stride;
   const float* bias;
+  int64_t expert = 0;  // the expert of a 3-D weight
 };
 void matmul_group(Exec& e, const MatmulOut* outs, int count, const float* x, int n, int64_t x_stride);
 

@@ -1,5 +1,7 @@
 #include "tools/bench.h"
 
+#include "core/mmap.h"
+
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cuda/cuda_context.h"
+#include "core/mmap.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/source_dir.h"
@@ -416,6 +419,10 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
   }
   std::vector<BenchResult> out;
   for (const std::string& path : o.models) {
+    const bool offload = o.ngl != "0";
+    set_weight_memory(o.mmap == 1 || (o.mmap < 0 && offload) ? WeightMemory::kMap
+                      : o.mmap == 0                          ? WeightMemory::kCopy
+                                                             : WeightMemory::kAuto);
     auto model = Model::load(path);
     const bool on_gpu = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
     if (on_gpu) {

@@ -46,6 +46,10 @@ struct BenchOptions {
   // offload only). With the GPU the receipt and table also give the device's
   // copy bandwidth and each tg test's weight bytes per second as a fraction of it.
   std::string ngl = "0";
+  // -mmp 0|1 (llama-bench's): 1 maps the file in place, 0 reads it into
+  // huge-page memory; -1 (default) decides as WeightMemory::kAuto on the CPU
+  // and maps in place when offloading.
+  int mmap = -1;
 };
 
 // One row of the table.

@@ -86,7 +86,34 @@ QMatrix make_matrix(GgmlType t, int64_t ne0, int64_t ne1, const std::vector<floa
   return m;
 }
 
-const GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+// Every type the float path reads (rows of 768 and 512: whole blocks of all of them).
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,   GgmlType::Q4_0,
+                           GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,   GgmlType::Q8_0,
+                           GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,   GgmlType::Q5_K,
+                           GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4};
+
+// The float path's type table against the CPU's (no GPU needed): every type
+// of kTypes is read and rounds its activations to the CPU's vec_dot partner;
+// other types and rows that are not whole blocks are refused.
+TEST(CudaTypes, PartnersEqualTheCpuVecDotTypesAndBadRowsAreRefused) {
+  const cpu::CpuKernels& k = cpu::cpu_kernels();
+  for (GgmlType t : kTypes) {
+    EXPECT_TRUE(type_supported(t)) << type_name(static_cast<uint32_t>(t));
+    EXPECT_EQ(round_partner(t), k.vec_dot_type[static_cast<uint32_t>(t)]) << type_name(static_cast<uint32_t>(t));
+    const int64_t blk = type_traits(t).block_size;
+    EXPECT_EQ(type_unsupported_reason(t, 512), nullptr) << type_name(static_cast<uint32_t>(t));
+    if (blk > 1) {
+      EXPECT_NE(type_unsupported_reason(t, 512 + blk / 2), nullptr) << type_name(static_cast<uint32_t>(t));
+    }
+  }
+  EXPECT_NE(type_unsupported_reason(GgmlType::BF16, 171), nullptr);
+  EXPECT_EQ(type_unsupported_reason(GgmlType::BF16, 172), nullptr);
+  for (GgmlType t : {GgmlType::IQ2_XXS, GgmlType::IQ3_S, GgmlType::TQ2_0, GgmlType::Q8_K, GgmlType::NVFP4}) {
+    EXPECT_FALSE(type_supported(t)) << type_name(static_cast<uint32_t>(t));
+    EXPECT_NE(type_unsupported_reason(t, 512), nullptr);
+    EXPECT_THROW(round_partner(t), Refusal);
+  }
+}
 
 TEST_F(CudaKernels, GemvMatchesDoubleReferenceForEveryType) {
   const int64_t ne0 = 768, ne1 = 67;  // rows not a multiple of the 4 rows of a block
@@ -115,10 +142,10 @@ TEST_F(CudaKernels, GemvMatchesDoubleReferenceForEveryType) {
   }
 }
 
-// Rows whose length is not a multiple of 8 (stories260K's n_ff = 172) go through the pair-wise F32/F16 path.
+// Rows whose length is not a multiple of 8 (stories260K's n_ff = 172) go through the pair-wise F32/F16/BF16 path.
 TEST_F(CudaKernels, GemvNarrowF32F16Rows) {
   const int64_t ne0 = 172, ne1 = 9;
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
     const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
     DevMem w = up(m.bytes);
     const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
@@ -139,29 +166,43 @@ TEST_F(CudaKernels, GemvNarrowF32F16Rows) {
 
 // The activations each weight type is multiplied with equal those of the CPU
 // kernels that reproduce libllama (quantize_act of the weight's vec_dot type,
-// dequantized), bit for bit.
+// dequantized), bit for bit. Negative control: another partner's rounding
+// (Q8_K for the blocks of 32, Q8_0 for Q8_K, BF16 for F16 and back) differs.
 TEST_F(CudaKernels, RoundActivationsEqualsTheCpuPartnerQuantizer) {
   const cpu::CpuKernels& k = cpu::cpu_kernels();
   const int n = 3;
   const int64_t width = 1024;
-  for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  auto cpu_round = [&](GgmlType vdt, const std::vector<float>& x) {
+    std::vector<float> r(n * width);
+    std::vector<uint8_t> buf(row_size(vdt, width));
+    for (int i = 0; i < n; ++i) {
+      k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + i * width, buf.data(), width);
+      type_traits(vdt).to_float(buf.data(), r.data() + i * width, width);
+    }
+    return r;
+  };
+  for (GgmlType t : kTypes) {
+    if (t == GgmlType::F32) continue;
     std::vector<float> x = randn(n * width, 2.0f);
     x[5] = 0.0f;
     for (int i = 0; i < 256; ++i) x[width + i] = 0.0f;  // an all-zero block
     const GgmlType vdt = k.vec_dot_type[static_cast<uint32_t>(t)];
-    std::vector<float> expect(n * width);
-    std::vector<uint8_t> buf(row_size(vdt, width));
-    for (int r = 0; r < n; ++r) {
-      k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + r * width, buf.data(), width);
-      type_traits(vdt).to_float(buf.data(), expect.data() + r * width, width);
-    }
+    const GgmlType other = vdt == GgmlType::F16    ? GgmlType::BF16
+                           : vdt == GgmlType::BF16 ? GgmlType::F16
+                           : vdt == GgmlType::Q8_K ? GgmlType::Q8_0
+                                                   : GgmlType::Q8_K;
+    const std::vector<float> expect = cpu_round(vdt, x), wrong = cpu_round(other, x);
     DevMem dx = up(x);
     DevMem out = poisoned(n * width);
     ASSERT_TRUE(round_activations(t, dx.as<float>(), width, n, width, out.as<float>(), width, st()));
     const auto got = down<float>(out, n * width);
+    int64_t differ_from_other = 0;
     for (int64_t i = 0; i < n * width; ++i) {
       ASSERT_EQ(got[i], expect[i]) << type_name(static_cast<uint32_t>(t)) << " element " << i << " x " << x[i];
+      differ_from_other += got[i] != wrong[i];
     }
+    EXPECT_GT(differ_from_other, 0) << type_name(static_cast<uint32_t>(t)) << ": negative control ("
+                                    << type_name(static_cast<uint32_t>(other)) << " rounding) must differ";
   }
 }
 
@@ -214,7 +255,8 @@ TEST_F(CudaKernels, IntegerGemvEqualsCpuVecDot) {
           k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &other, m.bytes.data() + r * m.nb1,
                                               act.data() + ((c + 1) % n) * rs);
           double mag = 0;
-          for (int64_t i = 0; i < ne0; ++i) mag += std::fabs(static_cast<double>(m.deq[r * ne0 + i]) * act_f[c * ne0 + i]);
+          for (int64_t i = 0; i < ne0; ++i)
+            mag += std::fabs(static_cast<double>(m.deq[r * ne0 + i]) * act_f[c * ne0 + i]);
           const double tol = 2e-6 * mag + 1e-6;
           ASSERT_NEAR(got[c * ne1 + r], want, tol)
               << type_name(static_cast<uint32_t>(t)) << " n=" << n << " col " << c << " row " << r;
@@ -255,12 +297,27 @@ TEST_F(CudaKernels, DequantF16AndGetRowsEqualTheReferenceDequantizer) {
 }
 
 TEST_F(CudaKernels, UnsupportedTypeIsRefusedByName) {
-  const DevWeight dw{GgmlType::Q4_0, 64, 4, 36, nullptr};
+  const DevWeight dw{GgmlType::IQ2_XXS, 256, 4, 66, nullptr};
   try {
-    gemv(dw, nullptr, 64, 1, nullptr, 4, st());
+    gemv(dw, nullptr, 256, 1, nullptr, 4, st());
+    FAIL() << "no refusal";
+  } catch (const Refusal& e) {
+    EXPECT_NE(std::string(e.what()).find("iq2_xxs"), std::string::npos) << e.what();
+  }
+  try {
+    round_activations(GgmlType::IQ2_XXS, nullptr, 256, 1, 256, nullptr, 256, st());
+    FAIL() << "no refusal";
+  } catch (const Refusal& e) {
+    EXPECT_NE(std::string(e.what()).find("iq2_xxs"), std::string::npos) << e.what();
+  }
+  // a row that is not whole blocks: refused naming the type and the length
+  const DevWeight bad{GgmlType::Q4_0, 48, 4, 27, nullptr};
+  try {
+    get_rows(bad, nullptr, 1, nullptr, 48, st());
     FAIL() << "no refusal";
   } catch (const Refusal& e) {
     EXPECT_NE(std::string(e.what()).find("q4_0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("48"), std::string::npos) << e.what();
   }
 }
 

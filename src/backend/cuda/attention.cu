@@ -8,7 +8,9 @@
 #include <string>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace strix::cuda {
 
@@ -47,6 +49,7 @@ __device__ float block_reduce(float v, float* red, bool is_max) {
 
 __global__ void attention_kernel(KvLayout kv, AttnArgs a) {
   extern __shared__ float smem[];
+  griddep_wait();
   const int t = static_cast<int>(blockIdx.x) / a.n_head, h = static_cast<int>(blockIdx.x) % a.n_head;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int hdk = a.head_dim_k, hdv = a.head_dim_v;
@@ -171,7 +174,9 @@ void attention(const KvLayout& kv, const AttnArgs& a, cudaStream_t st) {
                   std::to_string(attention_max_cells(a.head_dim_k)) + " cells per sequence (lower -c)");
   }
   const size_t smem = smem_bytes(a.head_dim_k, a.max_cells);
-  attention_kernel<<<static_cast<unsigned>(a.n_tokens * a.n_head), 32 * kAttnWarps, smem, st>>>(kv, a);
+  check(pdl_launch(attention_kernel, dim3(static_cast<unsigned>(a.n_tokens * a.n_head)), dim3(32 * kAttnWarps), smem,
+                   st, kv, a),
+        "attention");
   check_launch("attention");
 }
 

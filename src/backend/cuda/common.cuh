@@ -48,6 +48,8 @@ __device__ __forceinline__ float warp_max(float v) {
 // its elements sit in the block: pairs v[2r], v[2r+1] are elements
 // idx[r], idx[r] + 1. The arithmetic is that of the scalar dequantizers in
 // src/quant (same products in the same order), so values are identical.
+// The other types' readers and the dispatch over all of them (the float
+// path's STRIX_CUDA_DISPATCH_TYPE) are in dequant_types.cuh.
 
 // kPart: elements per part (8, or 2 for the narrow F32/F16 rows whose length
 // is not a multiple of 8); kPairs: pairs a part fills (4, or 1).
@@ -171,36 +173,5 @@ struct QQ6_K {
 [[noreturn]] inline void refuse_type(GgmlType t) {
   throw Refusal(std::string("the CUDA backend has no kernel for weight type ") + type_name(static_cast<uint32_t>(t)));
 }
-
-// Calls FN<Q>(args...) with Q the block type of `t` for rows of `ne0`
-// (refused when not supported).
-#define STRIX_CUDA_DISPATCH_TYPE(t, ne0, FN, ...) \
-  switch (t) {                                    \
-    case GgmlType::F32:                           \
-      if ((ne0) % 8 == 0) {                       \
-        FN<QF32>(__VA_ARGS__);                    \
-      } else {                                    \
-        FN<QF32N>(__VA_ARGS__);                   \
-      }                                           \
-      break;                                      \
-    case GgmlType::F16:                           \
-      if ((ne0) % 8 == 0) {                       \
-        FN<QF16>(__VA_ARGS__);                    \
-      } else {                                    \
-        FN<QF16N>(__VA_ARGS__);                   \
-      }                                           \
-      break;                                      \
-    case GgmlType::Q8_0:                          \
-      FN<QQ8_0>(__VA_ARGS__);                     \
-      break;                                      \
-    case GgmlType::Q4_K:                          \
-      FN<QQ4_K>(__VA_ARGS__);                     \
-      break;                                      \
-    case GgmlType::Q6_K:                          \
-      FN<QQ6_K>(__VA_ARGS__);                     \
-      break;                                      \
-    default:                                      \
-      refuse_type(t);                             \
-  }
 
 }  // namespace strix::cuda

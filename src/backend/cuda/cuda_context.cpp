@@ -303,19 +303,10 @@ struct CudaContext::Impl {
             hp.v_dim(), seq_cap};
   }
 
-  // Which rounding a weight type's activations get (round_activations): types
-  // of one class share one rounded copy (q/k/v, gate/up).
+  // Weights of one class multiply the same activations: the same CPU partner
+  // rounding (round_partner) and the same GEMV kind (integer or float).
   static int act_class(GgmlType t) {
-    switch (t) {
-      case GgmlType::F32:
-        return 0;
-      case GgmlType::F16:
-        return 1;
-      case GgmlType::Q8_0:
-        return 2;
-      default:
-        return 3;  // Q4_K, Q6_K: Q8_K
-    }
+    return static_cast<int>(round_partner(t)) * 2 + (gemv_q_supported(t) ? 1 : 0);
   }
   struct Act {
     const float* p;

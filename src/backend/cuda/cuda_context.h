@@ -8,7 +8,10 @@
 //   std::span<const float> row = ctx.logits(i);
 //
 // Runs the prenorm decoders llama (with rope_freqs), qwen2 and qwen3 (QK norm)
-// with weights F32, F16, Q8_0, Q4_K and Q6_K; anything else is refused by name.
+// with weights F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
+// IQ4_NL, IQ4_XS and MXFP4 (Q8_0 / Q4_K / Q6_K through the integer GEMV, the
+// rest through the float GEMV on activations rounded as the CPU's partner
+// quantizer rounds them); anything else is refused by name.
 // The KV cache is f16, not paged yet: each sequence gets n_ctx cells.
 // This header has no CUDA types, so it also builds with STRIX_CUDA=OFF, where
 // every entry point refuses (cuda_off.cpp).

@@ -12,6 +12,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace strix::cuda {
 
@@ -44,6 +45,7 @@ struct SwigluIn {
 template <int kBlk, class In>
 __global__ void quant_kernel(In in, int64_t width, int8_t* __restrict__ q, float* __restrict__ d,
                              float* __restrict__ out, int64_t os) {
+  griddep_wait();
   const int64_t t = blockIdx.y;
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kQuantThreads + threadIdx.x;
   if (kBlk == 32 && c >= width) return;  // whole warps (width % 32 == 0)
@@ -100,9 +102,9 @@ template <class In>
 void launch_quant(int blk, In in, int n, int64_t width, int8_t* q, float* d, float* out, int64_t os, cudaStream_t st) {
   const dim3 grid(blocks_for(width, kQuantThreads), static_cast<unsigned>(n));
   if (blk == 32) {
-    quant_kernel<32><<<grid, kQuantThreads, 0, st>>>(in, width, q, d, out, os);
+    pdl_launch(quant_kernel<32, In>, grid, dim3(kQuantThreads), 0, st, in, width, q, d, out, os);
   } else {
-    quant_kernel<256><<<grid, kQuantThreads, 0, st>>>(in, width, q, d, out, os);
+    pdl_launch(quant_kernel<256, In>, grid, dim3(kQuantThreads), 0, st, in, width, q, d, out, os);
   }
 }
 
@@ -292,6 +294,7 @@ struct Seg {
 struct Segs {
   Seg s[kMaxSegs];
   int count;
+  bool prefetch;  // with programmatic dependent launch: the rows into L2 before griddep_wait
 };
 
 template <int C, int D>
@@ -303,8 +306,11 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   const int rows_per_block = static_cast<int>(blockDim.x) / 32;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x - sg.first_block) * rows_per_block + warp;
-  if (r >= sg.rows) return;
   const uint8_t* row = sg.w + r * sg.nb1;
+  // the weights do not depend on the kernel before: start reading them while it ends
+  if (segs.prefetch && r < sg.rows) prefetch_l2(row, sg.nb1, lane);
+  griddep_wait();
+  if (r >= sg.rows) return;
   float acc[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
@@ -348,13 +354,13 @@ void launch_gemv(const Segs& segs, unsigned blocks, unsigned threads, const int8
                  cudaStream_t st) {
   switch (gemv_depth()) {
     case 1:
-      gemv_q_kernel<C, 1><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      pdl_launch(gemv_q_kernel<C, 1>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
       break;
     case 4:
-      gemv_q_kernel<C, 4><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      pdl_launch(gemv_q_kernel<C, 4>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
       break;
     default:
-      gemv_q_kernel<C, 2><<<blocks, threads, 0, st>>>(segs, q, d, width);
+      pdl_launch(gemv_q_kernel<C, 2>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
       break;
   }
 }
@@ -412,6 +418,7 @@ __global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __rest
                                       const float* __restrict__ w, float eps, float* __restrict__ out,
                                       int8_t* __restrict__ q, float* __restrict__ d) {
   extern __shared__ float row[];
+  griddep_wait();
   const int64_t t = blockIdx.x;
   float* xr = x + t * dim;
   // every load of the row (x, y, w) issued before the first use
@@ -534,7 +541,7 @@ void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w
       check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
             "rms_norm_quant: cudaFuncSetAttribute");
     }
-    kernel<<<static_cast<unsigned>(n), kNormQuantThreads, smem, st>>>(x, y, dim, w, eps, out, q, d);
+    pdl_launch(kernel, dim3(static_cast<unsigned>(n)), dim3(kNormQuantThreads), smem, st, x, y, dim, w, eps, out, q, d);
   };
   if (blk == 32) {
     launch(rms_norm_quant_kernel<32>);
@@ -550,6 +557,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   const int warps = gemv_warps();
   Segs segs{};
   segs.count = count;
+  segs.prefetch = pdl_enabled();
   unsigned blocks = 0;
   for (int i = 0; i < count; ++i) {
     const DevWeight& w = *outs[i].w;

@@ -28,9 +28,11 @@ struct DevWeight {
 };
 
 // The types the CUDA kernels read (GEMV, row lookup, dequantize): F32, F16,
-// Q8_0, Q4_K, Q6_K. Others are refused by name before anything runs.
+// BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS, MXFP4. Others are refused by name before anything runs.
 bool type_supported(GgmlType t);
-// Why `t` with rows of `ne0` cannot run, or empty.
+// Why `t` with rows of `ne0` cannot run, or nullptr (rows must be whole
+// blocks; F32/F16/BF16 rows of even length).
 const char* type_unsupported_reason(GgmlType t, int64_t ne0);
 
 // out[t] = dequantized row ids[t] of w.
@@ -40,10 +42,15 @@ void get_rows(const DevWeight& w, const int32_t* ids, int n, float* out, int64_t
 void gemv(const DevWeight& w, const float* x, int64_t x_stride, int n, float* y, int64_t y_stride, cudaStream_t st);
 // out[r][i] = half(dequantized w[r][i]) for the whole matrix (for the GEMM path).
 void dequant_f16(const DevWeight& w, uint16_t* out, cudaStream_t st);
+// The weight type's vec_dot partner on libllama's CPU path (as
+// cpu::CpuKernels::vec_dot_type): F32, F16, BF16 themselves; Q8_0 for Q8_0,
+// Q4_0, Q5_0, IQ4_NL, MXFP4; Q8_1 for Q4_1, Q5_1; Q8_K for Q2_K..Q6_K and
+// IQ4_XS. Refused by name for other types.
+GgmlType round_partner(GgmlType wtype);
 // The activations libllama's CPU path multiplies weights of type `wtype` with:
-// x converted to the weight's vec_dot partner (F16: half; Q8_0: Q8_0 blocks;
-// Q4_K/Q6_K: Q8_K blocks) and back to floats into `out`. Returns false (and
-// writes nothing) for F32 weights, whose partner is F32 itself.
+// x converted to round_partner(wtype) and back to floats into `out` (Q8_1's
+// values are Q8_0's). Returns false (and writes nothing) for F32 weights,
+// whose partner is F32 itself.
 bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, float* out,
                        int64_t out_stride, cudaStream_t st);
 // The integer decode GEMV (gemv_q.cu) for Q8_0, Q4_K and Q6_K weights:

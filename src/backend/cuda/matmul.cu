@@ -5,21 +5,73 @@
 #include <string>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/dequant_types.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace strix::cuda {
 
 bool type_supported(GgmlType t) {
-  return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  switch (t) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+    case GgmlType::Q8_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_NL:
+    case GgmlType::IQ4_XS:
+    case GgmlType::MXFP4:
+      return true;
+    default:
+      return false;
+  }
 }
 
 const char* type_unsupported_reason(GgmlType t, int64_t ne0) {
   if (!type_supported(t)) return "the CUDA backend has no kernel for this weight type yet";
-  // F32/F16 are read in pairs of elements
-  if ((t == GgmlType::F32 || t == GgmlType::F16) && ne0 % 2 != 0) {
-    return "the CUDA backend reads F32/F16 rows of even length only";
+  // F32/F16/BF16 are read in pairs of elements
+  if ((t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16) && ne0 % 2 != 0) {
+    return "the CUDA backend reads F32/F16/BF16 rows of even length only";
+  }
+  // the block types are read (and their activations rounded) in whole blocks
+  if (ne0 <= 0 || ne0 % type_traits(t).block_size != 0) {
+    return "the row length is not a whole number of the type's blocks";
   }
   return nullptr;
+}
+
+GgmlType round_partner(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return t;
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
+      return GgmlType::Q8_0;
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      return GgmlType::Q8_1;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS:
+      return GgmlType::Q8_K;
+    default:
+      refuse_type(t);
+  }
 }
 
 namespace {
@@ -114,17 +166,30 @@ __global__ void to_f16_kernel(const float* __restrict__ x, int64_t xs, int64_t w
 
 // libllama's CPU path multiplies a weight with the activations converted to
 // its vec_dot partner type (ggml-cpu's x86 quantizers, as Strix's CPU
-// kernels do): F16 rounds to half; Q8_0 takes d = amax / 127 (stored as half)
-// and q = round_even(x * 127 / amax); Q8_K takes the signed value of largest
-// magnitude (first on ties), iscale = -127 / max, q = min(127,
-// round_even(iscale * x)), d = 1 / iscale. These kernels write d * q back as
-// floats, so both the GEMV and the GEMM see the reference's activations.
+// kernels do): F16 and BF16 round to their 16-bit floats (BF16: to nearest
+// even, NaN made quiet, as fp32_to_bf16); Q8_0 takes d = amax / 127 (stored
+// as half) and q = round_even(x * 127 / amax); Q8_1 is Q8_0 plus the block's
+// sum (used by the dot products, not a value), so its values are Q8_0's;
+// Q8_K takes the signed value of largest magnitude (first on ties), iscale =
+// -127 / max, q = min(127, round_even(iscale * x)), d = 1 / iscale. These
+// kernels write d * q back as floats, so both the GEMV and the GEMM see the
+// reference's activations.
 __global__ void round_f16_kernel(const float* __restrict__ x, int64_t xs, int64_t width, int64_t total,
                                  float* __restrict__ out, int64_t os) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
   const int64_t t = i / width, c = i % width;
   out[t * os + c] = h2f(f2h(x[t * xs + c]));
+}
+
+__global__ void round_bf16_kernel(const float* __restrict__ x, int64_t xs, int64_t width, int64_t total,
+                                  float* __restrict__ out, int64_t os) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t t = i / width, c = i % width;
+  const uint32_t u = __float_as_uint(x[t * xs + c]);
+  const uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 64) : ((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+  out[t * os + c] = __uint_as_float(h << 16);
 }
 
 __global__ void round_q8_0_kernel(const float* __restrict__ x, int64_t xs, int64_t width, int64_t total,
@@ -238,20 +303,23 @@ bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, 
                        int64_t out_stride, cudaStream_t st) {
   if (n == 0) return false;
   const int64_t n64 = n;
-  switch (wtype) {
+  switch (round_partner(wtype)) {
     case GgmlType::F32:
       return false;
     case GgmlType::F16:
       round_f16_kernel<<<blocks_for(n64 * width, 256), 256, 0, st>>>(x, x_stride, width, n64 * width, out, out_stride);
       break;
+    case GgmlType::BF16:
+      round_bf16_kernel<<<blocks_for(n64 * width, 256), 256, 0, st>>>(x, x_stride, width, n64 * width, out, out_stride);
+      break;
     case GgmlType::Q8_0:
-      if (width % 32 != 0) throw Error("round_activations: Q8_0 rows of " + std::to_string(width));
+    case GgmlType::Q8_1:
+      if (width % 32 != 0) throw Error("round_activations: Q8_0/Q8_1 rows of " + std::to_string(width));
       round_q8_0_kernel<<<blocks_for(n64 * width / 32, 128), 128, 0, st>>>(x, x_stride, width, n64 * width / 32, out,
                                                                            out_stride);
       break;
-    case GgmlType::Q4_K:
-    case GgmlType::Q6_K:
-      if (width % 256 != 0) throw Error("round_activations: K-quant rows of " + std::to_string(width));
+    case GgmlType::Q8_K:
+      if (width % 256 != 0) throw Error("round_activations: Q8_K rows of " + std::to_string(width));
       round_q8_K_kernel<<<blocks_for(n64 * width / 256, 64), 64, 0, st>>>(x, x_stride, width, n64 * width / 256, out,
                                                                           out_stride);
       break;

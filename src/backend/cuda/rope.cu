@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace strix::cuda {
 
@@ -67,6 +69,7 @@ __global__ void rope_kv_kernel(float* __restrict__ q, int64_t qs, float* __restr
                                const float* __restrict__ v, int64_t vs, int n_head, int n_head_kv, int head_dim,
                                const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
                                const float* __restrict__ ff, RopeConsts c, KvLayout kv) {
+  griddep_wait();
   const int64_t t = blockIdx.y;
   const int j = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   const int half = c.n_rot / 2, pairs = head_dim / 2;
@@ -144,9 +147,10 @@ void rope_kv_store(float* q, int64_t q_stride, float* k, int64_t k_stride, const
   if (n == 0) return;
   const int64_t units = n_head * (rp.n_rot / 2) + n_head_kv * (head_dim / 2) + kv.v_dim;
   const dim3 grid(blocks_for(units, 128), static_cast<unsigned>(n));
-  rope_kv_kernel<<<grid, 128, 0, st>>>(q, q_stride, k, k_stride, v, v_stride, static_cast<int>(n_head),
-                                       static_cast<int>(n_head_kv), static_cast<int>(head_dim), pos, seq, freq_factors,
-                                       c, kv);
+  check(pdl_launch(rope_kv_kernel, grid, dim3(128), 0, st, q, q_stride, k, k_stride, v, v_stride,
+                   static_cast<int>(n_head), static_cast<int>(n_head_kv), static_cast<int>(head_dim), pos, seq,
+                   freq_factors, c, kv),
+        "rope_kv_store");
   check_launch("rope_kv_store");
 }
 
