@@ -9,9 +9,6 @@ namespace strix::chat::detail {
 
 namespace {
 
-// Deeper values are refused: nlohmann's dump() recurses once per level.
-constexpr size_t kMaxDepth = 512;
-
 // The longest escape run a whole character can need: a surrogate pair is two
 // \uXXXX escapes; cutting back this far always reaches a character boundary.
 constexpr size_t kLongestChar = 12;
@@ -59,87 +56,8 @@ JsonScan canonical_scalar(std::string_view s, size_t i, std::string* out, size_t
 
 }  // namespace
 
-JsonScan canonical_json(std::string_view s, size_t pos, std::string* out, size_t* end) {
-  enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose };
-  std::string stack;  // '{' / '[' of the open containers
-  Expect e = Expect::kValue;
-  size_t i = pos;
-  while (true) {
-    i = skip_ws(s, i);
-    if (i >= s.size()) return JsonScan::kIncomplete;
-    const char c = s[i];
-    bool value_done = false;
-    switch (e) {
-      case Expect::kValueOrClose:
-        if (c == ']') {
-          stack.pop_back();
-          *out += ']';
-          ++i;
-          value_done = true;
-          break;
-        }
-        [[fallthrough]];
-      case Expect::kValue:
-        if (c == '{' || c == '[') {
-          if (stack.size() >= kMaxDepth) return JsonScan::kInvalid;
-          stack.push_back(c);
-          *out += c;
-          e = c == '{' ? Expect::kKeyOrClose : Expect::kValueOrClose;
-          ++i;
-        } else {
-          size_t j = 0;
-          const JsonScan r = c == '"' ? canonical_string(s, i, out, &j) : canonical_scalar(s, i, out, &j);
-          if (r != JsonScan::kComplete) return r;
-          i = j;
-          value_done = true;
-        }
-        break;
-      case Expect::kKeyOrClose:
-        if (c == '}') {
-          stack.pop_back();
-          *out += '}';
-          ++i;
-          value_done = true;
-          break;
-        }
-        [[fallthrough]];
-      case Expect::kKey: {
-        if (c != '"') return JsonScan::kInvalid;
-        size_t j = 0;
-        if (JsonScan r = canonical_string(s, i, out, &j); r != JsonScan::kComplete) return r;
-        i = j;
-        e = Expect::kColon;
-        break;
-      }
-      case Expect::kColon:
-        if (c != ':') return JsonScan::kInvalid;
-        *out += ':';
-        ++i;
-        e = Expect::kValue;
-        break;
-      case Expect::kCommaOrClose:
-        if (c == ',') {
-          *out += ',';
-          e = stack.back() == '{' ? Expect::kKey : Expect::kValue;
-          ++i;
-        } else if ((c == '}' && stack.back() == '{') || (c == ']' && stack.back() == '[')) {
-          stack.pop_back();
-          *out += c;
-          ++i;
-          value_done = true;
-        } else {
-          return JsonScan::kInvalid;
-        }
-        break;
-    }
-    if (value_done) {
-      if (stack.empty()) {
-        *end = i;
-        return JsonScan::kComplete;
-      }
-      e = Expect::kCommaOrClose;
-    }
-  }
+JsonScan canonical_token(std::string_view s, size_t i, std::string* out, size_t* end) {
+  return s[i] == '"' ? canonical_string(s, i, out, end) : canonical_scalar(s, i, out, end);
 }
 
 Block take_arguments(std::string_view s, size_t* pos, FoundCall* call) {

@@ -67,7 +67,12 @@ JsonScan scan_number(std::string_view s, size_t i, size_t* end) {
 // Deeper values are refused: nlohmann's dump() recurses once per level.
 constexpr size_t kMaxJsonDepth = 512;
 
-JsonScan scan_json(std::string_view s, size_t pos, size_t* end) {
+JsonScan scan_json(std::string_view s, size_t pos, size_t* end, std::string* out) {
+  // out set: also write the canonical text (canonical_json): punctuation here,
+  // strings, numbers and literals through canonical_token
+  auto put = [out](char c) {
+    if (out) *out += c;
+  };
   enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose };
   std::string stack;  // '{' / '[' of the open containers
   Expect e = Expect::kValue;
@@ -81,6 +86,7 @@ JsonScan scan_json(std::string_view s, size_t pos, size_t* end) {
       case Expect::kValueOrClose:
         if (c == ']') {
           stack.pop_back();
+          put(']');
           ++i;
           value_done = true;
           break;
@@ -91,12 +97,20 @@ JsonScan scan_json(std::string_view s, size_t pos, size_t* end) {
           return JsonScan::kInvalid;
         } else if (c == '{') {
           stack.push_back('{');
+          put('{');
           e = Expect::kKeyOrClose;
           ++i;
         } else if (c == '[') {
           stack.push_back('[');
+          put('[');
           e = Expect::kValueOrClose;
           ++i;
+        } else if (out) {
+          size_t j = 0;
+          const JsonScan r = canonical_token(s, i, out, &j);
+          if (r != JsonScan::kComplete) return r;
+          i = j;
+          value_done = true;
         } else if (c == '"' || c == '-' || is_digit(c)) {
           size_t j = 0;
           const JsonScan r = c == '"' ? scan_string(s, i, &j) : scan_number(s, i, &j);
@@ -120,6 +134,7 @@ JsonScan scan_json(std::string_view s, size_t pos, size_t* end) {
       case Expect::kKeyOrClose:
         if (c == '}') {
           stack.pop_back();
+          put('}');
           ++i;
           value_done = true;
           break;
@@ -128,22 +143,27 @@ JsonScan scan_json(std::string_view s, size_t pos, size_t* end) {
       case Expect::kKey: {
         if (c != '"') return JsonScan::kInvalid;
         size_t j = 0;
-        if (JsonScan r = scan_string(s, i, &j); r != JsonScan::kComplete) return r;
+        if (JsonScan r = out ? canonical_token(s, i, out, &j) : scan_string(s, i, &j); r != JsonScan::kComplete) {
+          return r;
+        }
         i = j;
         e = Expect::kColon;
         break;
       }
       case Expect::kColon:
         if (c != ':') return JsonScan::kInvalid;
+        put(':');
         ++i;
         e = Expect::kValue;
         break;
       case Expect::kCommaOrClose:
         if (c == ',') {
+          put(',');
           e = stack.back() == '{' ? Expect::kKey : Expect::kValue;
           ++i;
         } else if ((c == '}' && stack.back() == '{') || (c == ']' && stack.back() == '[')) {
           stack.pop_back();
+          put(c);
           ++i;
           value_done = true;
         } else {

@@ -30,8 +30,8 @@ enum class JsonScan { kComplete, kIncomplete, kInvalid };
 // value does (it may still complete); kInvalid: no continuation can make it
 // JSON. The scan checks structure (brackets, strings, escapes, literals,
 // numbers); callers still parse complete values with nlohmann. Values nested
-// deeper than 512 levels are kInvalid.
-JsonScan scan_json(std::string_view s, size_t pos, size_t* end);
+// deeper than 512 levels are kInvalid. With `out`, also canonical_json's text.
+JsonScan scan_json(std::string_view s, size_t pos, size_t* end, std::string* out = nullptr);
 
 // Parses s[pos, end) as JSON (ordered keys); false when it is not valid.
 bool parse_json(std::string_view s, ojson* out);
@@ -45,7 +45,11 @@ bool parse_json(std::string_view s, ojson* out);
 // being written is left out, a string is cut at its last whole character),
 // so the canonical text of any longer text starts with it: streamed argument
 // fragments rely on that. kInvalid: no continuation is JSON.
-JsonScan canonical_json(std::string_view s, size_t pos, std::string* out, size_t* end);
+inline JsonScan canonical_json(std::string_view s, size_t pos, std::string* out, size_t* end) {
+  return scan_json(s, pos, end, out);
+}
+// One string, number or literal token at s[i], canonical (tool_json.cpp).
+JsonScan canonical_token(std::string_view s, size_t i, std::string* out, size_t* end);
 
 // The start of the longest proper prefix of `marker` that ends `text` (not the
 // whole marker), or npos. Partial mode holds text from there back.
