@@ -36,6 +36,26 @@ __device__ __forceinline__ double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+// Sum over a block of kThreads (== blockDim.x, a multiple of 32, at most 1024)
+// in double, as ops::rms_norm sums; every thread gets the sum.
+template <int kThreads>
+__device__ double block_sum(double v) {
+  __shared__ double part[kThreads / 32];
+  v = warp_sum(v);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    double s = lane < kThreads / 32 ? part[lane] : 0.0;
+    s = warp_sum(s);
+    if (lane == 0) part[0] = s;
+  }
+  __syncthreads();
+  const double s = part[0];
+  __syncthreads();
+  return s;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));

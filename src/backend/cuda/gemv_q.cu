@@ -6,7 +6,6 @@
 // with 16-byte (Q4_K) or 2-byte (Q8_0, Q6_K: 34- and 210-byte blocks) loads,
 // lanes spread over consecutive blocks so a warp's loads cover contiguous
 // bytes; up to 8 token columns share every weight load.
-#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/common.cuh"
@@ -116,10 +115,8 @@ __device__ __forceinline__ int load_i32_2aligned(const uint8_t* p) {
 
 // Each row product below is one warp's: lanes over blocks (kLanes lanes per
 // block, 32 / kLanes blocks per warp step), acc[c] per token column, reduced
-// over the warp at the end. A block type splits into load() (its weight bytes
-// into registers) and dot() (the products of those registers), so that a
-// lane can issue the loads of D steps before it multiplies the first
-// (row_loop): more bytes in flight per warp on long rows.
+// over the warp at the end. A block type is load() (its weight bytes into
+// registers) and dot() (the products of those registers).
 
 // ---- Q8_0 x Q8_0: 4 lanes per block (8 quants each) ----
 struct BQ8_0 {
@@ -259,29 +256,25 @@ struct BQ6_K {
   }
 };
 
-// D steps of loads, then their products; every lane of a warp runs the same
-// number of steps when the row's block count is a multiple of the step.
-template <class B, int C, int D>
+// One block per lane and warp step: its loads, then its products.
+template <class B, int C>
 __device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
                                          const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
   constexpr int kStep = 32 / B::kLanes;
   const int sub = lane % B::kLanes;
-  for (int64_t b0 = lane / B::kLanes; b0 < nblk; b0 += kStep * D) {
-    typename B::Regs r[D];
-#pragma unroll
-    for (int u = 0; u < D; ++u) {
-      if (b0 + kStep * u < nblk) B::load(row, b0 + kStep * u, sub, r[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < D; ++u) {
-      if (b0 + kStep * u < nblk) B::template dot<C>(b0 + kStep * u, sub, r[u], aq, ad, width, acc);
-    }
+  for (int64_t b = lane / B::kLanes; b < nblk; b += kStep) {
+    typename B::Regs r;
+    B::load(row, b, sub, r);
+    B::template dot<C>(b, sub, r, aq, ad, width, acc);
   }
 }
 
 // Up to three weights of one activation (q/k/v, gate/up) in one launch: the
 // grid's blocks run the segments one after another, one warp per row.
 constexpr int kMaxSegs = 3;
+// Rows (warps) per block. Measured on the H200 (runs 6 and 7): 2 or 8 rows per
+// block, and loading 2 or 4 blocks ahead per lane, were no faster.
+constexpr unsigned kGemvWarps = 4;
 struct Seg {
   const uint8_t* w;
   size_t nb1;
@@ -297,15 +290,14 @@ struct Segs {
   bool prefetch;  // with programmatic dependent launch: the rows into L2 before griddep_wait
 };
 
-template <int C, int D>
+template <int C>
 __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width) {
   int si = 0;
 #pragma unroll
   for (int i = 1; i < kMaxSegs; ++i) si += (i < segs.count && blockIdx.x >= segs.s[i].first_block);
   const Seg& sg = segs.s[si];
-  const int rows_per_block = static_cast<int>(blockDim.x) / 32;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x - sg.first_block) * rows_per_block + warp;
+  const int64_t r = static_cast<int64_t>(blockIdx.x - sg.first_block) * kGemvWarps + warp;
   const uint8_t* row = sg.w + r * sg.nb1;
   // the weights do not depend on the kernel before: start reading them while it ends
   if (segs.prefetch && r < sg.rows) prefetch_l2(row, sg.nb1, lane);
@@ -316,52 +308,19 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   switch (sg.type) {
     case GgmlType::Q8_0:
-      row_loop<BQ8_0, C, D>(row, width / 32, aq, ad, width, lane, acc);
+      row_loop<BQ8_0, C>(row, width / 32, aq, ad, width, lane, acc);
       break;
     case GgmlType::Q4_K:
-      row_loop<BQ4_K, C, D>(row, width / 256, aq, ad, width, lane, acc);
+      row_loop<BQ4_K, C>(row, width / 256, aq, ad, width, lane, acc);
       break;
     default:
-      row_loop<BQ6_K, C, D>(row, width / 256, aq, ad, width, lane, acc);
+      row_loop<BQ6_K, C>(row, width / 256, aq, ad, width, lane, acc);
       break;
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const float s = warp_sum(acc[c]);
     if (lane == 0) sg.y[c * sg.ys + r] = s;
-  }
-}
-
-// Warps (rows) per block: 4, or STRIX_CUDA_GEMV_WARPS (1..32); load steps in
-// flight per lane: 1, or STRIX_CUDA_GEMV_DEPTH (2 or 4) - for measurements (H200, run 7:
-// depth 2 and 4 gave no gain on the 1B and lost 1.4% / 6% on the 8B).
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* e = std::getenv(name);
-  const int v = e ? std::atoi(e) : fallback;
-  return v >= lo && v <= hi ? v : fallback;
-}
-int gemv_warps() {
-  static const int w = env_int("STRIX_CUDA_GEMV_WARPS", 4, 1, 32);
-  return w;
-}
-int gemv_depth() {
-  static const int d = env_int("STRIX_CUDA_GEMV_DEPTH", 1, 1, 4);
-  return d == 3 ? 2 : d;
-}
-
-template <int C>
-void launch_gemv(const Segs& segs, unsigned blocks, unsigned threads, const int8_t* q, const float* d, int64_t width,
-                 cudaStream_t st) {
-  switch (gemv_depth()) {
-    case 1:
-      pdl_launch(gemv_q_kernel<C, 1>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
-      break;
-    case 4:
-      pdl_launch(gemv_q_kernel<C, 4>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
-      break;
-    default:
-      pdl_launch(gemv_q_kernel<C, 2>, dim3(blocks), dim3(threads), 0, st, segs, q, d, width);
-      break;
   }
 }
 
@@ -395,20 +354,6 @@ namespace {
 
 constexpr int kNormQuantThreads = 1024;
 
-__device__ double block_sum_1024(double v) {
-  __shared__ double part[kNormQuantThreads / 32];
-  v = warp_sum(v);
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    double s = part[lane];
-    s = warp_sum(s);
-    if (lane == 0) part[0] = s;
-  }
-  __syncthreads();
-  return part[0];
-}
 
 // One block per row: (x += y), the RMS norm in double as rms_norm_kernel, the
 // normed row kept in shared memory, then one warp per quantization block with
@@ -445,7 +390,7 @@ __global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __rest
         sum += static_cast<double>(v[k] * v[k]);
       }
     }
-    sum = block_sum_1024(sum);
+    sum = block_sum<kNormQuantThreads>(sum);
     const float mean = static_cast<float>(sum / static_cast<double>(dim));
     const float scale = 1.0f / sqrtf(mean + eps);
 #pragma unroll
@@ -468,7 +413,7 @@ __global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __rest
       row[i] = v;
       sum += static_cast<double>(v * v);
     }
-    sum = block_sum_1024(sum);
+    sum = block_sum<kNormQuantThreads>(sum);
     const float mean = static_cast<float>(sum / static_cast<double>(dim));
     const float scale = 1.0f / sqrtf(mean + eps);
     for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
@@ -554,7 +499,6 @@ void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w
 void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* d, int n, cudaStream_t st) {
   if (count < 1 || count > kMaxSegs) throw Error("gemv_q_multi: 1 to 3 weights per launch");
   const int64_t width = outs[0].w->ne0;
-  const int warps = gemv_warps();
   Segs segs{};
   segs.count = count;
   segs.prefetch = pdl_enabled();
@@ -569,7 +513,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
       throw Error("gemv_q: rows of " + std::to_string(w.ne0) + " are not whole blocks");
     }
     segs.s[i] = {w.data, w.nb1, w.ne1, outs[i].y, outs[i].y_stride, w.type, blocks};
-    blocks += blocks_for(w.ne1, warps);
+    blocks += blocks_for(w.ne1, kGemvWarps);
   }
   const int64_t per = width / gemv_q_block(outs[0].w->type);
   for (int t0 = 0; t0 < n;) {
@@ -579,19 +523,19 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     const float* dc = d + static_cast<int64_t>(t0) * per;
     Segs sc = segs;
     for (int i = 0; i < count; ++i) sc.s[i].y += static_cast<int64_t>(t0) * sc.s[i].ys;
-    const unsigned threads = 32u * static_cast<unsigned>(warps);
+    const unsigned threads = 32u * kGemvWarps;
     switch (c) {
       case 8:
-        launch_gemv<8>(sc, blocks, threads, qc, dc, width, st);
+        check(pdl_launch(gemv_q_kernel<8>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       case 4:
-        launch_gemv<4>(sc, blocks, threads, qc, dc, width, st);
+        check(pdl_launch(gemv_q_kernel<4>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       case 2:
-        launch_gemv<2>(sc, blocks, threads, qc, dc, width, st);
+        check(pdl_launch(gemv_q_kernel<2>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       default:
-        launch_gemv<1>(sc, blocks, threads, qc, dc, width, st);
+        check(pdl_launch(gemv_q_kernel<1>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
     }
     check_launch("gemv_q");

@@ -9,24 +9,6 @@ namespace {
 
 constexpr int kNormThreads = 256;
 
-// Sum over the block (blockDim.x == kNormThreads) in double, as ops::rms_norm sums.
-__device__ double block_sum(double v) {
-  __shared__ double part[kNormThreads / 32];
-  v = warp_sum(v);
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  if (lane == 0) part[warp] = v;
-  __syncthreads();
-  double s = 0;
-  if (warp == 0) {
-    s = lane < kNormThreads / 32 ? part[lane] : 0.0;
-    s = warp_sum(s);
-    if (lane == 0) part[0] = s;
-  }
-  __syncthreads();
-  s = part[0];
-  __syncthreads();
-  return s;
-}
 
 // add: x += y first (fused residual add), then out = rms_norm(x) * w.
 template <bool kAdd>
@@ -43,7 +25,7 @@ __global__ void rms_norm_kernel(float* __restrict__ x, const float* __restrict__
     }
     sum += static_cast<double>(v * v);
   }
-  sum = block_sum(sum);
+  sum = block_sum<kNormThreads>(sum);
   const float mean = static_cast<float>(sum / static_cast<double>(dim));
   const float scale = 1.0f / sqrtf(mean + eps);
   float* o = out + r * os;
