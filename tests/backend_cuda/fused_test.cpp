@@ -16,44 +16,17 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
+#include "backend_cuda/cuda_fixture.h"
 #include "core/error.h"
 #include "quant/types.h"
 
 namespace strix::cuda {
 namespace {
 
-class CudaFused : public ::testing::Test {
+class CudaFused : public CudaFixture {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-    dev_ = std::make_unique<Device>();
-  }
-  cudaStream_t st() const { return dev_->stream(); }
-  template <class T>
-  DevMem up(const std::vector<T>& v) {
-    DevMem m(sizeof(T) * std::max<size_t>(v.size(), 1), "test input");
-    check(cudaMemcpy(m.as(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), "upload");
-    return m;
-  }
-  DevMem poisoned(size_t bytes) {
-    DevMem m(bytes, "test output");
-    check(cudaMemset(m.as(), 0xff, bytes), "poison");
-    return m;
-  }
-  template <class T>
-  std::vector<T> down(const DevMem& m, size_t n) {
-    dev_->sync("test kernel");
-    std::vector<T> v(n);
-    check(cudaMemcpy(v.data(), m.as(), sizeof(T) * n, cudaMemcpyDeviceToHost), "download");
-    return v;
-  }
-  std::vector<float> randn(size_t n, float scale = 1.0f) {
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng_);
-    return v;
-  }
+  CudaFused() : CudaFixture(777) {}
+  DevMem poisoned(size_t bytes) { return poisoned_bytes(bytes); }
   // The CPU partner quantizer of weight type t applied to rows of `width`, dequantized.
   static std::vector<float> cpu_quantized(GgmlType t, const std::vector<float>& x, int n, int64_t width) {
     const cpu::CpuKernels& k = cpu::cpu_kernels();
@@ -73,8 +46,6 @@ class CudaFused : public ::testing::Test {
     return v;
   }
 
-  std::unique_ptr<Device> dev_;
-  std::mt19937 rng_{777};
 };
 
 // x += y; out = rms_norm(x) * w; q/d = out quantized. x and out equal

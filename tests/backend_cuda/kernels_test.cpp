@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
+#include "backend_cuda/cuda_fixture.h"
 #include "core/error.h"
 #include "quant/fp16.h"
 #include "quant/types.h"
@@ -24,43 +25,11 @@
 namespace strix::cuda {
 namespace {
 
-class CudaKernels : public ::testing::Test {
+class CudaKernels : public CudaFixture {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-    dev_ = std::make_unique<Device>();
-  }
-  cudaStream_t st() const { return dev_->stream(); }
-
-  template <class T>
-  DevMem up(const std::vector<T>& v) {
-    DevMem m(sizeof(T) * v.size(), "test input");
-    check(cudaMemcpy(m.as(), v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice), "upload");
-    return m;
-  }
+  CudaKernels() : CudaFixture(12345) {}
   // a poisoned (NaN) output buffer of n floats
-  DevMem poisoned(size_t n) {
-    DevMem m(sizeof(float) * n, "test output");
-    check(cudaMemset(m.as(), 0xff, sizeof(float) * n), "poison");
-    return m;
-  }
-  template <class T>
-  std::vector<T> down(const DevMem& m, size_t n) {
-    dev_->sync("test kernel");
-    std::vector<T> v(n);
-    check(cudaMemcpy(v.data(), m.as(), sizeof(T) * n, cudaMemcpyDeviceToHost), "download");
-    return v;
-  }
-
-  std::unique_ptr<Device> dev_;
-  std::mt19937 rng_{12345};
-  std::vector<float> randn(size_t n, float scale = 1.0f) {
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng_);
-    return v;
-  }
+  DevMem poisoned(size_t n) { return poisoned_bytes(sizeof(float) * n); }
 };
 
 // A random matrix quantized to `t` (through src/quant's reference quantizer) and its dequantized values.
