@@ -29,9 +29,12 @@
 // IQ4_NL gemv columns in tiles of 8 weight rows x 1 activation row (lanes =
 // rows, one horizontal reduction per block), Q4_K gemv one row at a time; Q4_0 / IQ4_NL gemm columns in tiles of one
 // weight row x 4..8 activation rows (lanes = columns, reduced per block);
-// Q4_K gemm columns against 8 weight rows transposed per pass into libllama's
-// own arrangement (lanes = rows, no reduction), which measured faster than
-// the column tiles' four reductions per super-block.
+// Q4_K gemm columns against 8 weight rows (16 at the AVX-512 level, 512-bit
+// lanes: 1.5-1.8x the 8-row tile at 16-64 columns, which is batched decode in
+// the server) transposed per pass into libllama's own arrangement (lanes =
+// rows, no reduction), which measured faster than the column tiles' four
+// reductions per super-block. The weights of the next pass or the next call's
+// rows are prefetched while the columns compute.
 #pragma once
 
 #if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
@@ -531,6 +534,186 @@ inline void k_rows_column(const KRows& k, const BlockQ8_K* a, int nb, float* acc
   _mm256_store_ps(accm_io, accm);
 }
 
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// The same arrangement for 16 weight rows in 512-bit lanes (AVX-512 level):
+// half the instructions per product, and each lane's float operations are
+// those of the 8-row version, so the sums are the same bit for bit.
+struct KRows16 {
+  alignas(64) uint8_t q[kKPass][8][8][64];  // [super-block][sub-block][step e][4 * r + t]
+  alignas(64) int32_t sc[kKPass][8][16];
+  alignas(64) int32_t mn[kKPass][4][16];
+  alignas(64) float d[kKPass][16];
+  alignas(64) float dmin[kKPass][16];
+};
+
+// v[r] byte c -> v[c] byte r.
+inline void transpose16x16_u8(__m128i v[16]) {
+  __m128i a[16], b[16];
+  for (int i = 0; i < 8; ++i) {
+    a[i] = _mm_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
+    a[i + 8] = _mm_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {
+    for (int i = 0; i < 4; ++i) {
+      b[8 * h + i] = _mm_unpacklo_epi16(a[8 * h + 2 * i], a[8 * h + 2 * i + 1]);
+      b[8 * h + i + 4] = _mm_unpackhi_epi16(a[8 * h + 2 * i], a[8 * h + 2 * i + 1]);
+    }
+  }
+  for (int q = 0; q < 4; ++q) {
+    for (int i = 0; i < 2; ++i) {
+      a[4 * q + i] = _mm_unpacklo_epi32(b[4 * q + 2 * i], b[4 * q + 2 * i + 1]);
+      a[4 * q + i + 2] = _mm_unpackhi_epi32(b[4 * q + 2 * i], b[4 * q + 2 * i + 1]);
+    }
+  }
+  for (int o = 0; o < 8; ++o) {
+    b[2 * o] = _mm_unpacklo_epi64(a[2 * o], a[2 * o + 1]);
+    b[2 * o + 1] = _mm_unpackhi_epi64(a[2 * o], a[2 * o + 1]);
+  }
+  for (int i = 0; i < 16; ++i) v[i] = b[i];
+}
+
+// Rows [0, 16) of a group, super-blocks [b0, b0 + nb).
+inline void k_rows16_prepare(KRows16& k, const uint8_t* x, size_t bx, int b0, int nb) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  for (int i = 0; i < nb; ++i) {
+    const BlockQ4_K* xb[16];
+    __m128i t[16];  // row r: its 8 scales and 8 mins
+    alignas(32) uint16_t dh[16], mh[16];
+    for (int r = 0; r < 16; ++r) {
+      xb[r] = reinterpret_cast<const BlockQ4_K*>(x + r * bx) + b0 + i;
+      t[r] = _mm256_castsi256_si128(k_scales_mins(xb[r]->scales));
+      dh[r] = xb[r]->d;
+      mh[r] = xb[r]->dmin;
+    }
+    // exact f16 -> f32, as _cvtsh_ss
+    _mm512_store_ps(k.d[i], _mm512_maskz_cvtph_ps(0xFFFF, _mm256_load_si256(reinterpret_cast<const __m256i*>(dh))));
+    _mm512_store_ps(k.dmin[i], _mm512_maskz_cvtph_ps(0xFFFF, _mm256_load_si256(reinterpret_cast<const __m256i*>(mh))));
+    // 16 x 16 byte transpose: t[j] = value j (scale 0..7, min 0..7) of rows 0..15
+    transpose16x16_u8(t);
+    for (int j = 0; j < 8; ++j) _mm512_store_si512(k.sc[i][j], _mm512_maskz_cvtepu8_epi32(0xFFFF, t[j]));
+    for (int p = 0; p < 4; ++p) {
+      const __m512i lo = _mm512_maskz_cvtepu8_epi32(0xFFFF, t[8 + 2 * p]);
+      const __m512i hi = _mm512_maskz_cvtepu8_epi32(0xFFFF, t[9 + 2 * p]);
+      _mm512_store_si512(k.mn[i][p], _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xFFFF, hi, 16)));
+    }
+    for (int half = 0; half < 2; ++half) {
+      for (int p = 0; p < 4; ++p) {
+        __m256i lo[8], hi[8];
+        for (int r = 0; r < 8; ++r) {
+          const __m256i q = load(xb[8 * half + r]->qs + 32 * p);
+          lo[r] = _mm256_and_si256(q, m4);
+          hi[r] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+        }
+        transpose8(lo);
+        transpose8(hi);
+        for (int e = 0; e < 8; ++e) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(k.q[i][2 * p][e] + 32 * half), lo[e]);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(k.q[i][2 * p + 1][e] + 32 * half), hi[e]);
+        }
+      }
+    }
+  }
+}
+
+// int32 -> float, zero-masked (GCC 12's plain form trips -Wmaybe-uninitialized)
+inline __m512 cvt16(__m512i v) { return _mm512_maskz_cvtepi32_ps(0xFFFF, v); }
+
+inline __m512i k_rows16_sub(const KRows16& k, int i, int j, const int8_t* y32) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int e = 0; e < 8; ++e) {
+    int32_t v;
+    std::memcpy(&v, y32 + 4 * e, 4);
+    acc = _mm512_dpbusd_epi32(acc, _mm512_load_si512(k.q[i][j][e]), _mm512_set1_epi32(v));
+  }
+  return _mm512_mullo_epi32(acc, _mm512_load_si512(k.sc[i][j]));
+}
+
+// k_rows_column for 16 rows: the same operations lane by lane.
+template <bool kGemvOrder>
+inline void k_rows16_column(const KRows16& k, const BlockQ8_K* a, int nb, float* acc_io, float* accm_io) {
+  __m512 acc = _mm512_load_ps(acc_io);
+  __m512 accm = _mm512_load_ps(accm_io);
+  for (int i = 0; i < nb; ++i) {
+    const __m512 da = _mm512_set1_ps(a[i].d);
+    const __m512 d = _mm512_mul_ps(_mm512_load_ps(k.d[i]), da);
+    const __m512 dm = _mm512_mul_ps(_mm512_load_ps(k.dmin[i]), da);
+    const __m256i bs16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i].bsums));
+    alignas(16) int32_t bsum_w[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(bsum_w),
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs16), _mm256_extracti128_si256(bs16, 1)));
+    const int8_t* yq = a[i].qs;
+    __m512i isum_all = _mm512_setzero_si512(), msum_all = _mm512_setzero_si512();
+    for (int p = 0; p < 4; ++p) {
+      const __m512i isum =
+          _mm512_add_epi32(k_rows16_sub(k, i, 2 * p, yq + 64 * p), k_rows16_sub(k, i, 2 * p + 1, yq + 64 * p + 32));
+      // sums of sub-blocks 2p and 2p + 1 = int32 word p of bsum, in every lane
+      const __m512i pair = _mm512_set1_epi32(bsum_w[p]);
+      const __m512i m = _mm512_madd_epi16(_mm512_load_si512(k.mn[i][p]), pair);
+      if constexpr (kGemvOrder) {
+        isum_all = _mm512_add_epi32(isum_all, isum);
+        msum_all = _mm512_add_epi32(msum_all, m);
+      } else {
+        acc = _mm512_fmadd_ps(cvt16(isum), d, acc);
+        accm = _mm512_fmadd_ps(cvt16(m), dm, accm);
+      }
+    }
+    if constexpr (kGemvOrder) {
+      acc = _mm512_fmadd_ps(cvt16(isum_all), d, acc);
+      accm = _mm512_fmadd_ps(cvt16(msum_all), dm, accm);
+    }
+  }
+  _mm512_store_ps(acc_io, acc);
+  _mm512_store_ps(accm_io, accm);
+}
+
+// 16 weight rows x nc activation rows (q4k_rows' loop for one 16-row group;
+// the group after it, when there is one, starts 16 rows further on).
+template <bool kGemvOrder>
+inline void q4k_rows16(int nb_all, const uint8_t* x, size_t bx, const uint8_t* y, size_t by, int nc, float* s,
+                       size_t bs, bool next_group) {
+  KRows16 k;
+  constexpr int kCols = 64;
+  alignas(64) float acc[kCols][16];
+  alignas(64) float accm[kCols][16];
+  for (int c0 = 0; c0 < nc; c0 += kCols) {
+    const int cc = std::min(kCols, nc - c0);
+    for (int c = 0; c < cc; ++c) {
+      _mm512_store_ps(acc[c], _mm512_setzero_ps());
+      _mm512_store_ps(accm[c], _mm512_setzero_ps());
+    }
+    for (int b0 = 0; b0 < nb_all; b0 += kKPass) {
+      const int nb = std::min(kKPass, nb_all - b0);
+      if (c0 == 0 || nb_all > kKPass) k_rows16_prepare(k, x, bx, b0, nb);
+      // while these columns compute, the weights of the next prepare into the
+      // cache: this group's next pass, or the next group's first
+      const uint8_t* next = nullptr;
+      int next_nb = 0;
+      if (b0 + kKPass < nb_all && (c0 + cc < nc ? nb_all > kKPass : true)) {
+        next = x + (b0 + kKPass) * sizeof(BlockQ4_K);
+        next_nb = std::min(kKPass, nb_all - b0 - kKPass);
+      } else if (c0 + cc >= nc && next_group) {
+        next = x + 16 * bx;
+        next_nb = std::min(kKPass, nb_all);
+      }
+      const int row_lines = next_nb * static_cast<int>(sizeof(BlockQ4_K)) / 64 + 1;
+      const int lines = next ? 16 * row_lines : 0;
+      int pf = 0;
+      for (int c = 0; c < cc; ++c) {
+        const auto* a = reinterpret_cast<const BlockQ8_K*>(y + (c0 + c) * by) + b0;
+        k_rows16_column<kGemvOrder>(k, a, nb, acc[c], accm[c]);
+        for (const int until = lines * (c + 1) / cc; pf < until; ++pf) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + (pf / row_lines) * bx + 64 * (pf % row_lines)),
+                       _MM_HINT_T0);
+        }
+      }
+    }
+    for (int c = 0; c < cc; ++c) {
+      _mm512_storeu_ps(s + (c0 + c) * bs, _mm512_sub_ps(_mm512_load_ps(acc[c]), _mm512_load_ps(accm[c])));
+    }
+  }
+}
+#endif
+
 // nr weight rows x nc activation rows, lanes = rows, every column summed in
 // the gemm order (kGemvOrder false: libllama's 4-column gemm) or the gemv
 // order (true: bit for bit q4k_gemv per column, what libllama computes for
@@ -545,6 +728,15 @@ inline void q4k_rows(int nb_all, const uint8_t* x, size_t bx, int nr, const uint
   alignas(32) float accm[kCols][8];
   for (int r0 = 0; r0 < nr; r0 += 8) {
     const int rr = std::min(8, nr - r0);
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if (nr - r0 >= 16) {
+      // matmul calls this per 16 rows, so the rows after the call's are most
+      // likely the next call's: prefetched (a prefetch never faults)
+      q4k_rows16<kGemvOrder>(nb_all, x + r0 * bx, bx, y, by, nc, s + r0, bs, true);
+      r0 += 8;
+      continue;
+    }
+#endif
     for (int c0 = 0; c0 < nc; c0 += kCols) {
       const int cc = std::min(kCols, nc - c0);
       for (int c = 0; c < cc; ++c) {

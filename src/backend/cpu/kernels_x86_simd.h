@@ -623,12 +623,17 @@ void simd_dot_q5_K_q8_K(int n, float* s, const void* vx, const void* vy) {
 // acc) and a final hsum per column; each super-block is unpacked once for
 // all kCols columns.
 template <int kCols>
-inline void q6k_row_cols(int nb, const BlockQ6_K* x, const uint8_t* y, size_t by, int cc, float* out, size_t bs) {
+inline void q6k_row_cols(int nb, const BlockQ6_K* x, const uint8_t* y, size_t by, int cc, float* out, size_t bs,
+                         const BlockQ6_K* prefetch = nullptr) {
   const __m256i mask4 = _mm256_set1_epi8(0x0F);
   const __m256i mask2 = _mm256_set1_epi8(0x03);
   __m256 acc[kCols];
   for (int c = 0; c < kCols; ++c) acc[c] = _mm256_setzero_ps();
   for (int i = 0; i < nb; ++i) {
+    if (prefetch) {  // a row the caller reads next, a block at a time (prefetches never fault)
+      const char* p = reinterpret_cast<const char*>(prefetch + i);
+      for (int l = 0; l < static_cast<int>(sizeof(BlockQ6_K)); l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
+    }
     __m256i q[8], sc[8];
     for (int h = 0; h < 2; ++h) {
       const __m256i sc8 = _mm256_broadcastsi128_si256(
@@ -676,10 +681,13 @@ void simd_gemm_q6_K(int n, const void* vx, size_t bx, int nr, const void* vy, si
     const int cc = std::min(kCols, nc - c0);
     for (int r = 0; r < nr; ++r) {
       const auto* xr = reinterpret_cast<const BlockQ6_K*>(x + r * bx);
+      // the first columns stream the rows in: meanwhile the rows nr further on
+      // (most likely the caller's next block of rows) come into the cache
+      const auto* pf = c0 == 0 ? reinterpret_cast<const BlockQ6_K*>(x + (r + nr) * bx) : nullptr;
       if (cc == 1) {
-        q6k_row_cols<1>(n / 256, xr, y + c0 * by, by, 1, s + c0 * bs + r, bs);
+        q6k_row_cols<1>(n / 256, xr, y + c0 * by, by, 1, s + c0 * bs + r, bs, pf);
       } else {
-        q6k_row_cols<kCols>(n / 256, xr, y + c0 * by, by, cc, s + c0 * bs + r, bs);
+        q6k_row_cols<kCols>(n / 256, xr, y + c0 * by, by, cc, s + c0 * bs + r, bs, pf);
       }
     }
   }
