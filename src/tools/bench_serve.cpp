@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "core/error.h"
@@ -58,10 +60,30 @@ server::GenRequest request(const Loaded& m, std::vector<int32_t> prompt, int n_g
   return r;
 }
 
-// Waits until every stream has its final event.
+// Waits until every stream has its final event, asleep between the engine's
+// pushes (a polling loop would take CPU from the engine on a small machine).
 void drain(const std::vector<std::shared_ptr<server::GenStream>>& streams, std::vector<server::GenEvent>* finals) {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t pushes = 0;
+  for (const auto& st : streams) {
+    st->set_notify([&] {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++pushes;
+      }
+      cv.notify_one();
+    });
+  }
+  struct Unhook {  // the callbacks refer to this frame
+    const std::vector<std::shared_ptr<server::GenStream>>& streams;
+    ~Unhook() {
+      for (const auto& st : streams) st->set_notify(nullptr);
+    }
+  } unhook{streams};
   std::vector<bool> done(streams.size(), false);
   size_t n_done = 0;
+  uint64_t seen = 0;
   while (n_done < streams.size()) {
     for (size_t i = 0; i < streams.size(); ++i) {
       if (done[i]) continue;
@@ -73,7 +95,9 @@ void drain(const std::vector<std::shared_ptr<server::GenStream>>& streams, std::
         if (finals) (*finals)[i] = e;
       }
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return pushes != seen; });
+    seen = pushes;
   }
 }
 
@@ -87,7 +111,9 @@ double strix_decode(const Loaded& m, const BenchServeOptions& o, int n, uint64_t
     streams.push_back(engine.submit(request(m, random_ids(m, o.n_prompt, seed + i, true), o.n_gen, false)));
   }
   // the clock starts when every stream has sampled its first token
-  while (engine.metrics().predicted_tokens < static_cast<uint64_t>(n)) std::this_thread::yield();
+  while (engine.metrics().predicted_tokens < static_cast<uint64_t>(n)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
   const Clock::time_point t0 = Clock::now();
   drain(streams, nullptr);
   const double s = seconds_since(t0);
