@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -21,6 +22,11 @@ inline std::string parity_dir() {
   static const std::string dir = [] {
     const auto d = std::filesystem::temp_directory_path() / ("strix-parity-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
+    // the models are this process's: gone when it exits (each test is a process)
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(parity_dir(), ec);
+    });
     return d.string();
   }();
   return dir;

@@ -51,6 +51,10 @@ std::string load_model() {
     }
     o.out = p.string();
     strix::synth::synth_write(o);
+    std::atexit([] {  // 1.3 GB: gone when this test process exits
+      std::error_code ec;
+      std::filesystem::remove(load_model(), ec);
+    });
     return p.string();
   }();
   return path;
