@@ -100,15 +100,18 @@ fi
 # ---- speed: Llama-3.2-1B-shaped (and -3.1-8B-shaped) Q4_K_M ----
 if [ $speed = 1 ]; then
   shape1b=(--arch llama --layers 16 --embd 2048 --heads 32 --kv-heads 8 --head-dim 64 --ff 8192 --tied-output)
-  "$S" synth "${shape1b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l1b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
-    "$S" quantize "$work/l1b-f16.gguf" "$work/l1b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
-    rm -f "$work/l1b-f16.gguf"
+  # a speed model already in $work (made by an earlier step of the same device call) is reused
+  [ -f "$work/l1b-q4_k_m.gguf" ] ||
+    { "$S" synth "${shape1b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l1b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+      "$S" quantize "$work/l1b-f16.gguf" "$work/l1b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
+      rm -f "$work/l1b-f16.gguf"; }
   check "bench -ngl 99 1B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l1b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-1b.json' | tee -a '$OUT/bench.txt'"
   if [ $big = 1 ]; then
     shape8b=(--arch llama --layers 32 --embd 4096 --heads 32 --kv-heads 8 --head-dim 128 --ff 14336)
-    "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l8b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
-      "$S" quantize "$work/l8b-f16.gguf" "$work/l8b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
-      rm -f "$work/l8b-f16.gguf"
+    [ -f "$work/l8b-q4_k_m.gguf" ] ||
+      { "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l8b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+        "$S" quantize "$work/l8b-f16.gguf" "$work/l8b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
+        rm -f "$work/l8b-f16.gguf"; }
     check "bench -ngl 99 8B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l8b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-8b.json' | tee -a '$OUT/bench.txt'"
   fi
 fi

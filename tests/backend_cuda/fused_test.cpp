@@ -45,7 +45,6 @@ class CudaFused : public CudaFixture {
     for (size_t i = 0; i < q.size(); ++i) v[i] = d[i / blk] * static_cast<float>(q[i]);
     return v;
   }
-
 };
 
 // x += y; out = rms_norm(x) * w; q/d = out quantized. x and out equal
@@ -53,7 +52,7 @@ class CudaFused : public CudaFixture {
 // partners, and with and without the add.
 TEST_F(CudaFused, RmsNormQuantEqualsAddRmsNormThenTheCpuQuantizer) {
   const int n = 3;
-  for (int64_t dim : {2048, 4096, 768}) {
+  for (int64_t dim : {2048, 4096, 768, 800, 12288}) {
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K}) {
       if (dim % gemv_q_block(t) != 0) continue;
       for (bool with_add : {true, false}) {
@@ -189,8 +188,8 @@ TEST_F(CudaFused, RopeKvStoreEqualsRopeThenKvStore) {
       DevMem kc = poisoned(cells), vc = poisoned(cells), kc2 = poisoned(cells), vc2 = poisoned(cells);
       const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
       const KvLayout kv2{kc2.as<uint16_t>(), vc2.as<uint16_t>(), kd, kd, cap};
-      rope_kv_store(dq.as<float>(), qd, dk.as<float>(), kd, dv.as<float>(), kd, n, n_head, n_kv, hd,
-                    dp.as<int32_t>(), ds.as<int32_t>(), rp, nullptr, kv, st());
+      rope_kv_store(dq.as<float>(), qd, dk.as<float>(), kd, dv.as<float>(), kd, n, n_head, n_kv, hd, dp.as<int32_t>(),
+                    ds.as<int32_t>(), rp, nullptr, kv, st());
       rope(dq2.as<float>(), n, n_head, hd, qd, dp.as<int32_t>(), rp, nullptr, st());
       rope(dk2.as<float>(), n, n_kv, hd, kd, dp.as<int32_t>(), rp, nullptr, st());
       kv_store(kv2, dk2.as<float>(), kd, dv.as<float>(), kd, n, dp.as<int32_t>(), ds.as<int32_t>(), st());
@@ -218,6 +217,113 @@ TEST_F(CudaFused, RopeKvStoreEqualsRopeThenKvStore) {
       EXPECT_GT(miss, 0);
     }
   }
+}
+
+// attention_decode (one token: RoPE, KV store, attention, the o-projection's
+// quantizer) equals rope_kv_store, attention and quantize_act bit for bit:
+// the cache, the attention output and the quantized row, for head groups of
+// 1, 4 and 8, both RoPE modes, a partial rotation, and Q8_K / Q8_0 / no
+// quantization, over a cache already holding other cells of two sequences.
+TEST_F(CudaFused, AttentionDecodeEqualsRopeKvStoreAttentionQuantize) {
+  struct Case {
+    int n_head, n_kv, hd, n_rot;
+    RopeMode mode;
+    GgmlType wo;  // F32: not quantized
+  };
+  const Case cases[] = {{8, 2, 64, 64, RopeMode::kNorm, GgmlType::Q4_K},
+                        {8, 2, 128, 64, RopeMode::kNeox, GgmlType::Q8_0},
+                        {4, 4, 64, 64, RopeMode::kNorm, GgmlType::Q8_0},
+                        {16, 2, 64, 64, RopeMode::kNeox, GgmlType::Q6_K},
+                        {4, 2, 96, 96, RopeMode::kNorm, GgmlType::F32}};
+  const int cap = 40, p = 23, sq = 1;
+  for (const Case& cs : cases) {
+    const int64_t qd = cs.n_head * cs.hd, kd = cs.n_kv * cs.hd;
+    RopeParams rp;
+    rp.mode = cs.mode;
+    rp.n_rot = cs.n_rot;
+    rp.freq_base = 10000.0f;
+    // cells 0 .. p - 1 of both sequences hold earlier tokens (the same in both caches)
+    std::vector<int32_t> pos0, seq0;
+    for (int s = 0; s < 2; ++s)
+      for (int c = 0; c < p; ++c) pos0.push_back(c), seq0.push_back(s);
+    const int n0 = static_cast<int>(pos0.size());
+    const auto k0 = randn(n0 * kd), v0 = randn(n0 * kd);
+    const size_t cells = sizeof(uint16_t) * 2 * cap * kd;
+    DevMem kc = poisoned(cells), vc = poisoned(cells), kc2 = poisoned(cells), vc2 = poisoned(cells);
+    const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
+    const KvLayout kv2{kc2.as<uint16_t>(), vc2.as<uint16_t>(), kd, kd, cap};
+    DevMem dk0 = up(k0), dv0 = up(v0), dp0 = up(pos0), ds0 = up(seq0);
+    kv_store(kv, dk0.as<float>(), kd, dv0.as<float>(), kd, n0, dp0.as<int32_t>(), ds0.as<int32_t>(), st());
+    kv_store(kv2, dk0.as<float>(), kd, dv0.as<float>(), kd, n0, dp0.as<int32_t>(), ds0.as<int32_t>(), st());
+
+    const auto q = randn(qd), k = randn(kd), v = randn(kd);
+    const std::vector<int32_t> pos = {p}, seq = {sq};
+    DevMem dq = up(q), dk = up(k), dv = up(v), dq2 = up(q), dk2 = up(k), dp = up(pos), ds = up(seq);
+    const bool quant = cs.wo != GgmlType::F32;
+    const int blk = quant ? gemv_q_block(cs.wo) : 0;
+    DevMem out = poisoned(sizeof(float) * qd), ref = poisoned(sizeof(float) * qd);
+    DevMem q8 = poisoned(qd), d8 = poisoned(sizeof(float) * qd / 32);
+    DevMem q8r = poisoned(qd), d8r = poisoned(sizeof(float) * qd / 32);
+
+    ASSERT_TRUE(attention_decode_fits(cs.n_head, cs.n_kv, cs.hd, cs.hd, cap));
+    AttnDecode ad;
+    ad.q = dq.as<float>(), ad.k = dk.as<float>(), ad.v = dv.as<float>();
+    ad.pos = dp.as<int32_t>(), ad.seq = ds.as<int32_t>();
+    ad.n_head = cs.n_head, ad.n_head_kv = cs.n_kv, ad.head_dim_k = ad.head_dim_v = cs.hd;
+    ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
+    ad.max_cells = cap;
+    ad.out = out.as<float>();
+    if (quant) ad.q8 = q8.as<int8_t>(), ad.d8 = d8.as<float>(), ad.q8_block = blk;
+    attention_decode(ad, rp, nullptr, kv, st());
+
+    rope_kv_store(dq2.as<float>(), qd, dk2.as<float>(), kd, dv.as<float>(), kd, 1, cs.n_head, cs.n_kv, cs.hd,
+                  dp.as<int32_t>(), ds.as<int32_t>(), rp, nullptr, kv2, st());
+    AttnArgs a;
+    a.q = dq2.as<float>();
+    a.q_stride = qd;
+    a.pos = dp.as<int32_t>();
+    a.seq = ds.as<int32_t>();
+    a.n_tokens = 1;
+    a.n_head = cs.n_head;
+    a.n_head_kv = cs.n_kv;
+    a.head_dim_k = a.head_dim_v = cs.hd;
+    a.kq_scale = ad.kq_scale;
+    a.max_cells = cap;
+    a.out = ref.as<float>();
+    a.out_stride = qd;
+    attention(kv2, a, st());
+    if (quant) quantize_act(cs.wo, ref.as<float>(), qd, 1, qd, q8r.as<int8_t>(), d8r.as<float>(), st());
+
+    const auto gk = down<uint16_t>(kc, cells / 2), wk = down<uint16_t>(kc2, cells / 2);
+    const auto gv = down<uint16_t>(vc, cells / 2), wv = down<uint16_t>(vc2, cells / 2);
+    for (size_t i = 0; i < gk.size(); ++i) {
+      ASSERT_EQ(gk[i], wk[i]) << "k cache " << i << " heads " << cs.n_head;
+      ASSERT_EQ(gv[i], wv[i]) << "v cache " << i << " heads " << cs.n_head;
+    }
+    const auto got = down<float>(out, qd), want = down<float>(ref, qd);
+    for (int64_t i = 0; i < qd; ++i) ASSERT_EQ(got[i], want[i]) << "output " << i << " heads " << cs.n_head;
+    if (quant) {
+      const auto gq = down<int8_t>(q8, qd), wq = down<int8_t>(q8r, qd);
+      const auto gd = down<float>(d8, qd / blk), wd = down<float>(d8r, qd / blk);
+      for (int64_t i = 0; i < qd; ++i) ASSERT_EQ(gq[i], wq[i]) << "quant " << i;
+      for (int64_t i = 0; i < qd / blk; ++i) ASSERT_EQ(gd[i], wd[i]) << "scale " << i;
+    }
+    // negative control: attention at the previous position (the new cell not attended) differs
+    std::vector<int32_t> prev = {p - 1};
+    DevMem dprev = up(prev), other = poisoned(sizeof(float) * qd);
+    a.pos = dprev.as<int32_t>();
+    a.out = other.as<float>();
+    attention(kv2, a, st());
+    const auto oth = down<float>(other, qd);
+    int same = 0;
+    for (int64_t i = 0; i < qd; ++i) same += oth[i] == got[i];
+    EXPECT_LT(same, qd / 10);
+  }
+  EXPECT_FALSE(attention_decode_fits(6, 2, 64, 64, 16));       // groups of 3 heads
+  EXPECT_FALSE(attention_decode_fits(8, 2, 64, 64, 1 << 20));  // scores beyond shared memory
+  AttnDecode bad;
+  bad.n_head = 6, bad.n_head_kv = 2, bad.head_dim_k = bad.head_dim_v = 64, bad.max_cells = 16;
+  EXPECT_THROW(attention_decode(bad, RopeParams{}, nullptr, KvLayout{}, st()), Error);
 }
 
 }  // namespace

@@ -138,6 +138,31 @@ void rope_kv_store(float* q, int64_t q_stride, float* k, int64_t k_stride, const
 // Causal attention of each token over its sequence's cached cells (one query
 // per (token, head); decode is the one-token case).
 void attention(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);
+// One token's attention fused with rope_kv_store before it and quantize_act
+// after it (attn_decode.cu), equal to that sequence bit for bit: q and k (one
+// token, not written back) rotated, k and v stored at (seq[0], pos[0]),
+// attention over cells [0, pos[0]] into out, and out quantized into q8/d8 for
+// an integer GEMV of partner block q8_block (32, 256, or 0: not quantized;
+// a head group's n_head / n_head_kv * head_dim_v outputs must be whole blocks).
+struct AttnDecode {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const int32_t* pos = nullptr;
+  const int32_t* seq = nullptr;
+  int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
+  float kq_scale = 1.0f;
+  int max_cells = 0;  // the most cells pos[0] + 1 may reach (sizes the score buffer)
+  float* out = nullptr;
+  int8_t* q8 = nullptr;
+  float* d8 = nullptr;
+  int q8_block = 0;
+};
+// Whether the fused kernel takes this head layout and context (groups of 1, 2,
+// 4 or 8 query heads per KV head; scores of max_cells in shared memory).
+bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells);
+void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
+                      cudaStream_t st);
 // The most cells per sequence attention() takes (shared memory of one block).
 int attention_max_cells(int head_dim_v);
 

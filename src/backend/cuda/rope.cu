@@ -8,46 +8,11 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/rope.cuh"
 
 namespace strix::cuda {
 
 namespace {
-
-struct RopeConsts {
-  int n_rot;
-  bool neox;
-  float theta_scale;
-  float freq_scale;
-  float ext_factor;
-  float attn_factor;
-  float ext_mscale;  // YaRN's magnitude factor (1 + 0.1 ln(1/freq_scale)), ext_factor != 0 only
-  float corr0, corr1;
-};
-
-// Rotates pair i of one head (xr) at position p.
-__device__ __forceinline__ void rope_pair(float* xr, int i, int32_t p, const float* __restrict__ ff,
-                                          const RopeConsts& c) {
-  const int half = c.n_rot / 2;
-  float theta = static_cast<float>(p);
-  for (int k = 0; k < i; ++k) theta *= c.theta_scale;
-  const float f = ff ? ff[i] : 1.0f;
-  const float theta_extrap = theta / f;
-  const float theta_interp = c.freq_scale * theta_extrap;
-  float th = theta_interp;
-  float mscale = c.attn_factor;
-  if (c.ext_factor != 0.0f) {
-    const float y = (static_cast<float>(i) - c.corr0) / fmaxf(0.001f, c.corr1 - c.corr0);
-    const float ramp_mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * c.ext_factor;
-    th = fmaf(theta_interp, 1 - ramp_mix, theta_extrap * ramp_mix);
-    mscale *= c.ext_mscale;
-  }
-  const float cs = cosf(th) * mscale, sn = sinf(th) * mscale;
-  const int a = c.neox ? i : 2 * i;
-  const int b = c.neox ? i + half : 2 * i + 1;
-  const float x0 = xr[a], x1 = xr[b];
-  xr[a] = fmaf(x0, cs, -(x1 * sn));
-  xr[b] = fmaf(x0, sn, x1 * cs);
-}
 
 __global__ void rope_kernel(float* __restrict__ x, int n_heads, int head_dim, int64_t stride,
                             const int32_t* __restrict__ pos, const float* __restrict__ ff, RopeConsts c,
@@ -101,7 +66,9 @@ __global__ void rope_kv_kernel(float* __restrict__ q, int64_t qs, float* __restr
   if (e < kv.v_dim) kv.v[cell * kv.v_dim + e] = f2h(v[t * vs + e]);
 }
 
-RopeConsts make_consts(const RopeParams& rp, int64_t head_dim) {
+}  // namespace
+
+RopeConsts make_rope_consts(const RopeParams& rp, int64_t head_dim) {
   if (rp.mode != RopeMode::kNorm && rp.mode != RopeMode::kNeox) {
     throw Refusal("rope: the CUDA backend runs the NORM and NEOX RoPE modes only");
   }
@@ -127,11 +94,9 @@ RopeConsts make_consts(const RopeParams& rp, int64_t head_dim) {
   return c;
 }
 
-}  // namespace
-
 void rope(float* x, int n, int64_t n_heads, int64_t head_dim, int64_t stride, const int32_t* pos, const RopeParams& rp,
           const float* freq_factors, cudaStream_t st) {
-  const RopeConsts c = make_consts(rp, head_dim);
+  const RopeConsts c = make_rope_consts(rp, head_dim);
   const int64_t total = static_cast<int64_t>(n) * n_heads * (rp.n_rot / 2);
   if (total == 0) return;
   rope_kernel<<<blocks_for(total, 256), 256, 0, st>>>(x, static_cast<int>(n_heads), static_cast<int>(head_dim), stride,
@@ -142,7 +107,7 @@ void rope(float* x, int n, int64_t n_heads, int64_t head_dim, int64_t stride, co
 void rope_kv_store(float* q, int64_t q_stride, float* k, int64_t k_stride, const float* v, int64_t v_stride, int n,
                    int64_t n_head, int64_t n_head_kv, int64_t head_dim, const int32_t* pos, const int32_t* seq,
                    const RopeParams& rp, const float* freq_factors, const KvLayout& kv, cudaStream_t st) {
-  const RopeConsts c = make_consts(rp, head_dim);
+  const RopeConsts c = make_rope_consts(rp, head_dim);
   if (head_dim % 2 != 0 || kv.k_dim != n_head_kv * head_dim) throw Error("rope_kv_store: K rows are not whole heads");
   if (n == 0) return;
   const int64_t units = n_head * (rp.n_rot / 2) + n_head_kv * (head_dim / 2) + kv.v_dim;

@@ -1,0 +1,60 @@
+// Warp-level activation quantizers with the arithmetic of libllama's CPU
+// partner quantizers (ggml-cpu's x86 quantize_row_q8_0 / quantize_row_q8_K),
+// shared by the kernels that end in a quantized row (rms_norm_quant,
+// attention_decode). Q8_0: d = amax / 127 stored as half, q = round_even(x *
+// 127 / amax). Q8_K: the value of largest magnitude (the first one on ties)
+// sets iscale = -127 / max; q = min(127, round_even(iscale * x)); d = 1 / iscale.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/cuda/common.cuh"
+
+namespace strix::cuda {
+
+// One Q8_0 block: the warp's 32 values, v = element `lane`.
+__device__ __forceinline__ void quant_q8_0_warp(float v, int8_t* __restrict__ q, float* __restrict__ d, int lane) {
+  const float amax = warp_max(fabsf(v));
+  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+  q[lane] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
+  if (lane == 0) *d = h2f(f2h(amax / 127.f));
+}
+
+// One Q8_K super-block of 256 values held by a warp as v[k] = element 32 k + lane.
+__device__ __forceinline__ void quant_q8_K_warp(const float v[8], int8_t* __restrict__ q, float* __restrict__ d,
+                                                int lane) {
+  float amax = -1.0f, val = 0.0f;
+  int at = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const float a = fabsf(v[k]);
+    if (a > amax) {  // k ascending: the first of this lane's elements on ties
+      amax = a;
+      val = v[k];
+      at = 32 * k + lane;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+    const float ov = __shfl_xor_sync(0xffffffffu, val, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+    if (oa > amax || (oa == amax && oi < at)) {
+      amax = oa;
+      val = ov;
+      at = oi;
+    }
+  }
+  if (amax == 0.0f) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q[32 * k + lane] = 0;
+    if (lane == 0) *d = 0.0f;
+    return;
+  }
+  const float iscale = -127.f / val;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) q[32 * k + lane] = static_cast<int8_t>(min(127, __float2int_rn(iscale * v[k])));
+  if (lane == 0) *d = 1.0f / iscale;
+}
+
+}  // namespace strix::cuda

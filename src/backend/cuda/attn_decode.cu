@@ -1,0 +1,287 @@
+// Decode attention of one token fused with the steps around it: RoPE of its q
+// and k, the KV cache store, attention over the sequence's cells, and the
+// quantization of the output for the o-projection's integer GEMV. One block
+// per KV head: the group's G = n_head / n_head_kv query heads share every
+// cache row it reads, and no step needs another block's results (the cell it
+// stores is the only one of this KV head it adds).
+//
+// Every value equals the unfused sequence (rope_kv_store, attention,
+// quantize_act) bit for bit: RoPE through the same rope_pair, scores with
+// attention_kernel's lane order and warp tree, each head's softmax sums over
+// 128 threads as attention_kernel's block does, P·V in its four cell classes
+// (cells c = m mod 4) summed in its order, and the quantizers of act_quant.cuh.
+#include <string>
+
+#include "backend/cuda/act_quant.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/pdl.cuh"
+#include "backend/cuda/rope.cuh"
+
+namespace strix::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;      // 8 warps
+constexpr int kMaxHeadDimV = 256;  // 4 pairs of 64 dims per lane, as attention_kernel
+constexpr int kMaxHeadDimK = 512;
+constexpr int kClasses = 4;  // attention_kernel's warps: P·V cell classes, softmax threads / 32
+
+struct Smem {
+  int hdk, hdv, cells;
+  __host__ __device__ int floats(int g) const {
+    return 2 * kClasses + g * hdk + hdk + g * cells + g * kClasses * hdv + g * hdv;
+  }
+};
+
+template <int kG>
+__global__ void __launch_bounds__(kThreads)
+    attn_decode_kernel(AttnDecode a, RopeConsts rc, const float* __restrict__ ff, KvLayout kv) {
+  extern __shared__ float smem[];
+  griddep_wait();
+  const int kvh = static_cast<int>(blockIdx.x);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int hdk = a.head_dim_k, hdv = a.head_dim_v, cap = a.max_cells;
+  const int p = a.pos[0], n_cells = p + 1;
+  float(*red)[kClasses] = reinterpret_cast<float(*)[kClasses]>(smem);  // [2][kClasses]: softmax reductions
+  float* q_s = smem + 2 * kClasses;                                    // kG * hdk
+  float* k_s = q_s + kG * hdk;                                         // hdk
+  float* sc = k_s + hdk;                                               // kG * cap
+  float* part = sc + kG * cap;                                         // kG * kClasses * hdv
+  float* o_s = part + kG * kClasses * hdv;                             // kG * hdv
+
+  // q of the group's heads (kvh * kG ..) and this KV head's k, rotated
+  const float* qg = a.q + static_cast<int64_t>(kvh) * kG * hdk;
+  for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = qg[i];
+  for (int i = tid; i < hdk; i += kThreads) k_s[i] = a.k[static_cast<int64_t>(kvh) * hdk + i];
+  __syncthreads();
+  const int half = rc.n_rot / 2;
+  for (int u = tid; u < (kG + 1) * half; u += kThreads) {
+    const int h = u / half;
+    rope_pair(h < kG ? q_s + h * hdk : k_s, u % half, p, ff, rc);
+  }
+  __syncthreads();
+  const int64_t cell = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + p;
+  for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = h2f(f2h(q_s[i]));
+  for (int i = tid; i < hdk; i += kThreads) kv.k[cell * kv.k_dim + static_cast<int64_t>(kvh) * hdk + i] = f2h(k_s[i]);
+  for (int i = tid; i < hdv; i += kThreads) {
+    kv.v[cell * kv.v_dim + static_cast<int64_t>(kvh) * hdv + i] = f2h(a.v[static_cast<int64_t>(kvh) * hdv + i]);
+  }
+  __syncthreads();  // the stored cell is read back below (global writes are visible to the block after this)
+
+  // scores: a warp per cell, two cells per step; lanes over dim pairs as attention_kernel
+  const int64_t base = static_cast<int64_t>(a.seq[0]) * kv.seq_cap;
+  const uint16_t* kbase = kv.k + base * kv.k_dim + static_cast<int64_t>(kvh) * hdk;
+  for (int c0 = warp; c0 < n_cells; c0 += 16) {
+    const int c1 = c0 + 8;
+    const bool two = c1 < n_cells;
+    const uint16_t* kr0 = kbase + static_cast<int64_t>(c0) * kv.k_dim;
+    const uint16_t* kr1 = kbase + static_cast<int64_t>(two ? c1 : c0) * kv.k_dim;
+    float s0[kG], s1[kG];
+#pragma unroll
+    for (int g = 0; g < kG; ++g) s0[g] = 0.0f, s1[g] = 0.0f;
+    for (int i = 2 * lane; i < hdk; i += 64) {
+      const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(kr0 + i));
+      const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(kr1 + i));
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const float* qh = q_s + g * hdk;
+        s0[g] = fmaf(k0.x, qh[i], s0[g]);
+        s0[g] = fmaf(k0.y, qh[i + 1], s0[g]);
+        s1[g] = fmaf(k1.x, qh[i], s1[g]);
+        s1[g] = fmaf(k1.y, qh[i + 1], s1[g]);
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kG; ++g) {
+      s0[g] = warp_sum(s0[g]);
+      s1[g] = warp_sum(s1[g]);
+      if (lane == 0) {
+        sc[g * cap + c0] = s0[g] * a.kq_scale;
+        if (two) sc[g * cap + c1] = s1[g] * a.kq_scale;
+      }
+    }
+  }
+  __syncthreads();
+
+  // softmax of each head over 128 threads (two heads at a time), attention_kernel's sums
+  const int grp = tid / 128, tl = tid % 128, w4 = (tid / 32) % kClasses;
+  for (int g0 = 0; g0 < kG; g0 += 2) {
+    const int g = g0 + grp;
+    const bool on = g < kG;
+    float* s = sc + (on ? g : 0) * cap;
+    float mx = -INFINITY;
+    if (on) {
+      for (int c = tl; c < n_cells; c += 128) mx = fmaxf(mx, s[c]);
+    }
+    mx = warp_max(mx);
+    if (lane == 0) red[grp][w4] = mx;
+    __syncthreads();
+    mx = red[grp][0];
+    for (int w = 1; w < kClasses; ++w) mx = fmaxf(mx, red[grp][w]);
+    __syncthreads();
+    float sum = 0;
+    if (on) {
+      for (int c = tl; c < n_cells; c += 128) {
+        const float e = expf(s[c] - mx);
+        s[c] = e;
+        sum += e;
+      }
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) red[grp][w4] = sum;
+    __syncthreads();
+    sum = red[grp][0];
+    for (int w = 1; w < kClasses; ++w) sum += red[grp][w];
+    __syncthreads();
+    const float inv = 1.0f / sum;
+    if (on) {
+      for (int c = tl; c < n_cells; c += 128) s[c] = h2f(f2h(s[c] * inv));
+    }
+  }
+  __syncthreads();
+
+  // P·V: warp w takes cell class m = w mod 4 for heads g = w / 4, w / 4 + 2, ...
+  constexpr int kHeadsPerWarp = (kG + 1) / 2;
+  const int m = warp % kClasses, g_first = warp / kClasses;
+  float2 acc[kHeadsPerWarp][kMaxHeadDimV / 64];
+#pragma unroll
+  for (int j = 0; j < kHeadsPerWarp; ++j) {
+#pragma unroll
+    for (int k = 0; k < kMaxHeadDimV / 64; ++k) acc[j][k] = make_float2(0.0f, 0.0f);
+  }
+  const uint16_t* vbase = kv.v + base * kv.v_dim + static_cast<int64_t>(kvh) * hdv;
+  if (g_first < kG) {
+#pragma unroll 4
+    for (int c = m; c < n_cells; c += kClasses) {
+      const uint16_t* vr = vbase + static_cast<int64_t>(c) * kv.v_dim;
+#pragma unroll
+      for (int k = 0; k < kMaxHeadDimV / 64; ++k) {
+        const int d = 2 * lane + 64 * k;
+        if (d < hdv) {
+          const float2 vf = __half22float2(*reinterpret_cast<const __half2*>(vr + d));
+#pragma unroll
+          for (int j = 0; j < kHeadsPerWarp; ++j) {
+            const int g = g_first + 2 * j;
+            if (g < kG) {
+              const float pr = sc[g * cap + c];
+              acc[j][k].x = fmaf(pr, vf.x, acc[j][k].x);
+              acc[j][k].y = fmaf(pr, vf.y, acc[j][k].y);
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) {
+      const int g = g_first + 2 * j;
+      if (g >= kG) continue;
+#pragma unroll
+      for (int k = 0; k < kMaxHeadDimV / 64; ++k) {
+        const int d = 2 * lane + 64 * k;
+        if (d < hdv) {
+          part[(g * kClasses + m) * hdv + d] = acc[j][k].x;
+          part[(g * kClasses + m) * hdv + d + 1] = acc[j][k].y;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  float* out = a.out + static_cast<int64_t>(kvh) * kG * hdv;
+  for (int u = tid; u < kG * hdv; u += kThreads) {
+    const int g = u / hdv, d = u % hdv;
+    float s = 0;
+    for (int w = 0; w < kClasses; ++w) s += part[(g * kClasses + w) * hdv + d];
+    o_s[u] = s;
+    out[u] = s;
+  }
+  if (a.q8_block == 0) return;
+  __syncthreads();
+
+  // the group's kG * hdv outputs are whole quantization blocks of the o-projection's input row
+  const int64_t first = static_cast<int64_t>(kvh) * kG * hdv;
+  if (a.q8_block == 256) {
+    for (int j = warp; j < kG * hdv / 256; j += kThreads / 32) {
+      float v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = o_s[256 * j + 32 * k + lane];
+      quant_q8_K_warp(v, a.q8 + first + 256 * j, a.d8 + first / 256 + j, lane);
+    }
+  } else {
+    for (int j = warp; j < kG * hdv / 32; j += kThreads / 32) {
+      quant_q8_0_warp(o_s[32 * j + lane], a.q8 + first + 32 * j, a.d8 + first / 32 + j, lane);
+    }
+  }
+}
+
+int max_smem_optin() {
+  static const int v = [] {
+    int dev = 0, bytes = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+      return 48 * 1024;
+    }
+    return bytes;
+  }();
+  return v;
+}
+
+template <int kG>
+void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem,
+            cudaStream_t st) {
+  static const bool opted = [] {
+    return cudaFuncSetAttribute(attn_decode_kernel<kG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                max_smem_optin()) == cudaSuccess;
+  }();
+  if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
+  check(pdl_launch(attn_decode_kernel<kG>, dim3(static_cast<unsigned>(a.n_head_kv)), dim3(kThreads), smem, st, a, rc,
+                   ff, kv),
+        "attention_decode");
+}
+
+}  // namespace
+
+bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells) {
+  if (n_head_kv <= 0 || n_head % n_head_kv != 0) return false;
+  const int g = n_head / n_head_kv;
+  if (g != 1 && g != 2 && g != 4 && g != 8) return false;
+  if (head_dim_k > kMaxHeadDimK || head_dim_v > kMaxHeadDimV || head_dim_k % 2 || head_dim_v % 2) return false;
+  const Smem sm{head_dim_k, head_dim_v, max_cells};
+  return sizeof(float) * static_cast<size_t>(sm.floats(g)) <= static_cast<size_t>(max_smem_optin());
+}
+
+void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
+                      cudaStream_t st) {
+  if (!attention_decode_fits(a.n_head, a.n_head_kv, a.head_dim_k, a.head_dim_v, a.max_cells)) {
+    throw Error("attention_decode: this head layout or context does not fit the fused decode kernel");
+  }
+  if (kv.k_dim != static_cast<int64_t>(a.n_head_kv) * a.head_dim_k ||
+      kv.v_dim != static_cast<int64_t>(a.n_head_kv) * a.head_dim_v) {
+    throw Error("attention_decode: the cache rows are not whole heads");
+  }
+  const int g = a.n_head / a.n_head_kv;
+  if (a.q8_block != 0 && a.q8_block != 32 && a.q8_block != 256) throw Error("attention_decode: bad quant block");
+  if (a.q8_block && (g * a.head_dim_v) % a.q8_block != 0) {
+    throw Error("attention_decode: a head group's outputs are not whole quantization blocks");
+  }
+  const RopeConsts rc = make_rope_consts(rp, a.head_dim_k);
+  const size_t smem = sizeof(float) * static_cast<size_t>(Smem{a.head_dim_k, a.head_dim_v, a.max_cells}.floats(g));
+  switch (g) {
+    case 1:
+      launch<1>(a, rc, freq_factors, kv, smem, st);
+      break;
+    case 2:
+      launch<2>(a, rc, freq_factors, kv, smem, st);
+      break;
+    case 4:
+      launch<4>(a, rc, freq_factors, kv, smem, st);
+      break;
+    default:
+      launch<8>(a, rc, freq_factors, kv, smem, st);
+      break;
+  }
+  check_launch("attention_decode");
+}
+
+}  // namespace strix::cuda

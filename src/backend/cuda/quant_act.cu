@@ -1,0 +1,238 @@
+// The activation quantizers of the integer decode GEMV (gemv_q.cu): plain
+// (quantize_act), fused with SwiGLU (swiglu_quant) and fused with the
+// residual add and RMS norm before a projection (rms_norm_quant), each with
+// the arithmetic of libllama's CPU partner quantizers (act_quant.cuh).
+#include <string>
+
+#include "backend/cuda/act_quant.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
+#include "backend/cuda/pdl.cuh"
+
+namespace strix::cuda {
+
+namespace {
+
+// ---- activation quantizers: one thread per element, a block of 256 threads
+// per 256 elements of a row (8 Q8_0 blocks or one Q8_K super-block) ----
+
+constexpr int kQuantThreads = 256;
+
+// The value quantized: x itself, or silu(g) * u (SwiGLU fused, as the swiglu kernel computes it).
+struct PlainIn {
+  const float* x;
+  int64_t xs;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
+};
+struct SwigluIn {
+  const float *g, *u;
+  int64_t gs, us;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
+    const float gv = g[t * gs + c];
+    return gv / (1.0f + expf(-gv)) * u[t * us + c];
+  }
+};
+
+// Q8_0 (ggml-cpu quantize_row_q8_0): d = amax / 127 stored as half, q = round_even(x * 127 / amax);
+// Q8_K (quantize_row_q8_K): the value of largest magnitude (the first one on ties) sets
+// iscale = -127 / max; q = min(127, round_even(iscale * x)); d = 1 / iscale.
+// out (when set) gets the unquantized values.
+template <int kBlk, class In>
+__global__ void quant_kernel(In in, int64_t width, int8_t* __restrict__ q, float* __restrict__ d,
+                             float* __restrict__ out, int64_t os) {
+  griddep_wait();
+  const int64_t t = blockIdx.y;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kQuantThreads + threadIdx.x;
+  if (kBlk == 32 && c >= width) return;  // whole warps (width % 32 == 0)
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const float v = in(t, c);
+  if (out) out[t * os + c] = v;
+  if constexpr (kBlk == 32) {
+    const float amax = warp_max(fabsf(v));
+    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+    q[t * width + c] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
+    if (lane == 0) d[t * (width / 32) + c / 32] = h2f(f2h(amax / 127.f));
+  } else {
+    __shared__ float s_amax[8], s_val[8];
+    __shared__ int s_at[8];
+    float amax = fabsf(v), val = v;
+    int at = lane;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+      const float ov = __shfl_xor_sync(0xffffffffu, val, o);
+      const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+      if (oa > amax || (oa == amax && oi < at)) {
+        amax = oa;
+        val = ov;
+        at = oi;
+      }
+    }
+    if (lane == 0) {
+      s_amax[warp] = amax;
+      s_val[warp] = val;
+      s_at[warp] = at;
+    }
+    __syncthreads();
+    float best = s_amax[0], mx = s_val[0];
+#pragma unroll
+    for (int w = 1; w < 8; ++w) {  // warps in element order: strictly larger only keeps the first on ties
+      if (s_amax[w] > best) {
+        best = s_amax[w];
+        mx = s_val[w];
+      }
+    }
+    if (best == 0.0f) {
+      q[t * width + c] = 0;
+      if (threadIdx.x == 0) d[t * (width / 256) + c / 256] = 0.0f;
+      return;
+    }
+    const float iscale = -127.f / mx;
+    q[t * width + c] = static_cast<int8_t>(min(127, __float2int_rn(iscale * v)));
+    if (threadIdx.x == 0) d[t * (width / 256) + c / 256] = 1.0f / iscale;
+  }
+}
+
+template <class In>
+void launch_quant(int blk, In in, int n, int64_t width, int8_t* q, float* d, float* out, int64_t os, cudaStream_t st) {
+  const dim3 grid(blocks_for(width, kQuantThreads), static_cast<unsigned>(n));
+  if (blk == 32) {
+    pdl_launch(quant_kernel<32, In>, grid, dim3(kQuantThreads), 0, st, in, width, q, d, out, os);
+  } else {
+    pdl_launch(quant_kernel<256, In>, grid, dim3(kQuantThreads), 0, st, in, width, q, d, out, os);
+  }
+}
+
+constexpr int kNormQuantThreads = 1024;
+
+// One block per row: (x += y), the RMS norm in double as rms_norm_kernel, the
+// normed row kept in shared memory, then one warp per quantization block
+// (act_quant.cuh).
+template <int kBlk>
+__global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t dim,
+                                      const float* __restrict__ w, float eps, float* __restrict__ out,
+                                      int8_t* __restrict__ q, float* __restrict__ d) {
+  extern __shared__ float row[];
+  griddep_wait();
+  const int64_t t = blockIdx.x;
+  float* xr = x + t * dim;
+  // every load of the row (x, y, w) issued before the first use
+  constexpr int kMaxPer = 8;  // dim <= 8192 in registers; longer rows loop through shared memory
+  const int per = static_cast<int>((dim + kNormQuantThreads - 1) / kNormQuantThreads);
+  double sum = 0;
+  if (per <= kMaxPer) {
+    float v[kMaxPer], wv[kMaxPer];
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      v[k] = 0.0f, wv[k] = 1.0f;
+      if (k < per && i < dim) {
+        v[k] = xr[i];
+        if (y) v[k] = v[k] + y[t * dim + i];
+        if (w) wv[k] = w[i];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      if (k < per && i < dim) {
+        if (y) xr[i] = v[k];
+        sum += static_cast<double>(v[k] * v[k]);
+      }
+    }
+    sum = block_sum<kNormQuantThreads>(sum);
+    const float mean = static_cast<float>(sum / static_cast<double>(dim));
+    const float scale = 1.0f / sqrtf(mean + eps);
+#pragma unroll
+    for (int k = 0; k < kMaxPer; ++k) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
+      if (k < per && i < dim) {
+        const float nv = v[k] * scale;
+        const float o = w ? nv * wv[k] : nv;
+        row[i] = o;
+        if (out) out[t * dim + i] = o;
+      }
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+      float v = xr[i];
+      if (y) {
+        v = v + y[t * dim + i];
+        xr[i] = v;
+      }
+      row[i] = v;
+      sum += static_cast<double>(v * v);
+    }
+    sum = block_sum<kNormQuantThreads>(sum);
+    const float mean = static_cast<float>(sum / static_cast<double>(dim));
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+      const float v = row[i] * scale;
+      const float o = w ? v * w[i] : v;
+      row[i] = o;
+      if (out) out[t * dim + i] = o;
+    }
+  }
+  __syncthreads();
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  int8_t* qt = q + t * dim;
+  float* dt = d + t * (dim / kBlk);
+  for (int64_t j = warp; j < dim / kBlk; j += kNormQuantThreads / 32) {
+    const float* xb = row + kBlk * j;
+    if constexpr (kBlk == 32) {
+      quant_q8_0_warp(xb[lane], qt + 32 * j, dt + j, lane);
+    } else {
+      float v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = xb[32 * k + lane];
+      quant_q8_K_warp(v, qt + 256 * j, dt + j, lane);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, int8_t* q, float* d,
+                  cudaStream_t st) {
+  if (!gemv_q_supported(wtype)) refuse_type(wtype);
+  const int blk = gemv_q_block(wtype);
+  if (width % blk != 0) throw Error("quantize_act: rows of " + std::to_string(width) + " are not whole blocks");
+  if (n == 0 || width == 0) return;
+  launch_quant(blk, PlainIn{x, x_stride}, n, width, q, d, nullptr, 0, st);
+  check_launch("quantize_act");
+}
+
+void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, int n,
+                  int64_t width, int8_t* q, float* d, float* out, int64_t out_stride, cudaStream_t st) {
+  if (!gemv_q_supported(wtype)) refuse_type(wtype);
+  const int blk = gemv_q_block(wtype);
+  if (width % blk != 0) throw Error("swiglu_quant: rows of " + std::to_string(width) + " are not whole blocks");
+  if (n == 0 || width == 0) return;
+  launch_quant(blk, SwigluIn{gate, up, gate_stride, up_stride}, n, width, q, d, out, out_stride, st);
+  check_launch("swiglu_quant");
+}
+
+void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w, float eps, float* out, GgmlType wtype,
+                    int8_t* q, float* d, cudaStream_t st) {
+  if (!gemv_q_supported(wtype)) refuse_type(wtype);
+  const int blk = gemv_q_block(wtype);
+  if (dim % blk != 0) throw Error("rms_norm_quant: rows of " + std::to_string(dim) + " are not whole blocks");
+  if (n == 0) return;
+  const size_t smem = sizeof(float) * static_cast<size_t>(dim);
+  auto launch = [&](auto kernel) {
+    if (smem + sizeof(double) * 32 > 48 * 1024) {  // with block_sum's static shared memory
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "rms_norm_quant: cudaFuncSetAttribute");
+    }
+    pdl_launch(kernel, dim3(static_cast<unsigned>(n)), dim3(kNormQuantThreads), smem, st, x, y, dim, w, eps, out, q, d);
+  };
+  if (blk == 32) {
+    launch(rms_norm_quant_kernel<32>);
+  } else {
+    launch(rms_norm_quant_kernel<256>);
+  }
+  check_launch("rms_norm_quant");
+}
+
+}  // namespace strix::cuda
