@@ -23,6 +23,7 @@
 #include "sampling/think_budget.h"
 #include "server/engine.h"
 #include "server/http_server.h"
+#include "server/reasoning.h"
 #include "server/routes.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,7 +67,9 @@ void usage(FILE* out) {
       "       --mmap / --no-mmap      map the model file in place / read it into huge-page memory (default:\n"
       "                               read when it takes at most half of the available memory)\n"
       "       --reasoning-budget-message M  text forced before \"</think>\" when the budget is spent\n"
-      "  -rea, --reasoning on|off|auto  refused: not implemented (use --reasoning-budget 0 for off)\n"
+      "  -rea, --reasoning on|off|auto  on / off render chat templates with enable_thinking true / false\n"
+      "                               unless a request's chat_template_kwargs set it; auto (default): the\n"
+      "                               template's own default\n"
       "       --metrics               enable GET /metrics (Prometheus text)\n"
       "       --slots / --no-slots    enable / disable GET /slots (default: enabled)\n"
       "       --props                 allow POST /props (no property is writable yet: every field is\n"
@@ -128,6 +131,7 @@ int cmd_serve(int argc, char** argv) {
   std::vector<std::string> api_keys;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
   int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1;
+  int reasoning = -1;  // -rea: 1 on, 0 off, -1 auto
   std::string reasoning_budget_message;
   bool metrics = false, slots = true, props = false;
   int mmap_mode = -1;  // --mmap 1, --no-mmap 0, -1: WeightMemory::kAuto
@@ -176,10 +180,7 @@ int cmd_serve(int argc, char** argv) {
     } else if (a == "--reasoning-budget-message") {
       reasoning_budget_message = value();
     } else if (a == "-rea" || a == "--reasoning") {
-      value();
-      throw Refusal("serve: " + a +
-                    " is not implemented (--reasoning-budget 0 or a request's chat_template_kwargs.enable_thinking "
-                    "turn thinking off)");
+      reasoning = server::parse_reasoning_switch(value());
     } else if (a == "--metrics") {
       metrics = true;
     } else if (a == "--slots") {
@@ -270,6 +271,7 @@ int cmd_serve(int argc, char** argv) {
                          .reasoning_format = reasoning_format,
                          .reasoning_budget = static_cast<int32_t>(reasoning_budget),
                          .reasoning_budget_message = reasoning_budget_message,
+                         .reasoning = reasoning,
                          .metrics = metrics,
                          .slots = slots,
                          .props_write = props,

@@ -34,18 +34,23 @@ ToolFormat detect_tool_format(std::string_view src) {
   auto has = [&](std::string_view s) { return src.find(s) != std::string_view::npos; };
   if (has("<|channel|>")) return ToolFormat::kHarmony;
   if (has("<｜tool▁calls▁begin｜>")) return ToolFormat::kDeepSeekV3;
+  // Command R7B: a format of its own in llama.cpp that Strix does not implement.
+  if (has("<|END_THINKING|><|START_ACTION|>")) return ToolFormat::kNone;
   if (has("<tool_call>")) return ToolFormat::kHermes;
+  // Functionary v3.2 (">>>all"), FireFunction v2 (" functools[") and
+  // Functionary v3.1 (Llama 3 headers with "<function="): llama.cpp formats
+  // Strix does not implement, so no generic fallback either (llama-server
+  // would not use it for them).
+  if (has(">>>all") || has(" functools[")) return ToolFormat::kNone;
+  if (has("<|start_header_id|>") && has("<function=")) return ToolFormat::kNone;
   if (has("<|start_header_id|>ipython<|end_header_id|>")) return ToolFormat::kLlama3Json;
   if (has("[TOOL_CALLS]")) return ToolFormat::kMistral;
-  // Gemma (1 / 2 / 3) templates render no tools; llama.cpp has no Gemma
-  // format and gives them its generic JSON one, the tools and a call example
-  // put in the system prompt by its template polyfills (chat/tool_polyfill.h).
-  if (has("<start_of_turn>")) return ToolFormat::kGeneric;
-  // A template that renders tools or tool calls but has no syntax of its own
-  // gets llama.cpp's generic JSON format; one that never mentions them has no
-  // tool support at all.
-  if (has("tools") || has("tool_calls")) return ToolFormat::kGeneric;
-  return ToolFormat::kNone;
+  // Every other template (Gemma's, ChatML without tools, Llama 2, one that
+  // renders tools without a call syntax of its own) gets llama.cpp's generic
+  // JSON format: its "Generic fallback" at the end of the same dispatch. What
+  // the template cannot render (tools, calls, results) minja's polyfills put
+  // into the messages (chat/tool_polyfill.h).
+  return ToolFormat::kGeneric;
 }
 
 std::vector<std::string> tool_format_markers(ToolFormat f) {

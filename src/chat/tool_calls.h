@@ -55,7 +55,7 @@
 namespace strix::chat {
 
 enum class ToolFormat {
-  kNone,        // the template has no tool support: tools are refused by the server
+  kNone,        // a native llama.cpp format Strix does not implement (Command R7B, Functionary, FireFunction): refused
   kGeneric,     // a JSON object {"tool_call": {...}} / {"response": ...} (llama.cpp's generic fallback)
   kHermes,      // <tool_call>{"name":..,"arguments":..}</tool_call> (Hermes 2 Pro, Qwen 2.5 / 3)
   kLlama3Json,  // {"name":..,"parameters":..} as the whole reply (Llama 3.1 / 3.2 / 3.3)
@@ -66,9 +66,10 @@ enum class ToolFormat {
 const char* tool_format_name(ToolFormat f);
 
 // The format a chat template (Jinja source) implies, from the markers
-// llama.cpp looks for; kGeneric for a template that renders tools but has no
-// call syntax and for Gemma's (<start_of_turn>: llama.cpp has no Gemma
-// format, it uses the generic one), kNone for one that never mentions them.
+// llama.cpp looks for, in its order; kGeneric for every template without a
+// native format (llama.cpp's generic fallback: Gemma's, ChatML, Llama 2, one
+// that renders tools without a call syntax), kNone for a native llama.cpp
+// format Strix does not implement.
 ToolFormat detect_tool_format(std::string_view template_source);
 
 struct ToolCall {
@@ -137,12 +138,14 @@ class StreamParser {
 // description, parameters}}). forced_name non-empty: exactly that function.
 // parallel: more than one call allowed. The returned triggers are set when the
 // grammar should be lazy (tool_choice "auto": free text until a trigger).
+// Ordered JSON: a schema's properties are written in its key order, as
+// llama.cpp's json-schema-to-grammar does, so give the request's order.
 struct ToolGrammar {
   std::string gbnf;
   bool lazy = false;
   std::vector<std::string> trigger_patterns;  // regexes for sampling::Params::grammar_trigger_patterns
 };
-ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, std::string_view forced_name,
+ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools, std::string_view forced_name,
                               bool required, bool parallel);
 
 // Same, knowing more about the prompt. thinking_forced_open: the prompt ended
@@ -151,7 +154,7 @@ ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, st
 struct ToolGrammarOptions {
   bool thinking_forced_open = false;
 };
-ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, std::string_view forced_name,
+ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools, std::string_view forced_name,
                               bool required, bool parallel, const ToolGrammarOptions& options);
 
 // The markup strings of a format that must reach the parser as text: when

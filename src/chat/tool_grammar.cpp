@@ -22,7 +22,7 @@ struct Function {
   ojson parameters;
 };
 
-std::vector<Function> functions(const nlohmann::json& tools, std::string_view forced) {
+std::vector<Function> functions(const nlohmann::ordered_json& tools, std::string_view forced) {
   if (!tools.is_array()) throw Error("tools must be an array of {\"type\": \"function\", \"function\": {...}}");
   std::vector<Function> out;
   for (const auto& t : tools) {
@@ -276,12 +276,12 @@ ToolGrammar generic(const std::vector<Function>& fns, bool required, bool parall
 
 }  // namespace
 
-ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, std::string_view forced_name,
+ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools, std::string_view forced_name,
                               bool required, bool parallel) {
   return tool_call_grammar(format, tools, forced_name, required, parallel, ToolGrammarOptions{});
 }
 
-ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::json& tools, std::string_view forced_name,
+ToolGrammar tool_call_grammar(ToolFormat format, const nlohmann::ordered_json& tools, std::string_view forced_name,
                               bool required, bool parallel, const ToolGrammarOptions& options) {
   const std::vector<Function> fns = functions(tools, forced_name);
   const bool forced = required || !forced_name.empty();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
 
@@ -695,6 +696,25 @@ std::vector<Option> build_table() {
        E,
        "message injected before the end-of-thinking tag when reasoning budget is exhausted (default: none)",
        [](P p, V v) { p.reasoning_budget_message = v; }});
+  add({{"-rea", "--reasoning"},
+       {},
+       "[on|off|auto]",
+       "LLAMA_ARG_REASONING",
+       E,
+       "Use reasoning/thinking in the chat ('on', 'off', or 'auto', default: 'auto' (detect from template))\n"
+       "on / off set the template's enable_thinking (a later --chat-template-kwargs replaces it)",
+       [](P p, V v) {
+         // llama.cpp writes enable_thinking into its default template kwargs; auto writes nothing.
+         if (is_autoy(v)) return;
+         if (!is_truthy(v) && !is_falsey(v)) throw Error("unknown value '" + v + "' (on, off or auto)");
+         nlohmann::ordered_json kw = nlohmann::ordered_json::object();
+         if (!p.chat_template_kwargs.empty()) {
+           kw = nlohmann::ordered_json::parse(p.chat_template_kwargs, nullptr, false);
+           if (!kw.is_object()) throw Error("--chat-template-kwargs must be a JSON object");
+         }
+         kw["enable_thinking"] = is_truthy(v);
+         p.chat_template_kwargs = kw.dump();
+       }});
   return t;
 }
 
@@ -737,8 +757,6 @@ const char* const kNotImplemented[] = {"-i",
                                        "--numa",
                                        "-lm",
                                        "--load-mode",
-                                       "-rea",
-                                       "--reasoning",
                                        "-mu",
                                        "--model-url",
                                        "-sm",

@@ -31,6 +31,55 @@ json template_kwargs(const json& b) {
   return b.at("chat_template_kwargs");
 }
 
+// A plain-text `document` block (source.type "text", or "content" holding
+// text blocks) as the text the model reads: its title, its context and its
+// text, each a paragraph ("\n\n" between them). Other sources (base64 PDF,
+// url, file) are not text: a 400 naming the block, this model is text-only.
+std::string document_text(const json& blk, const std::string& w) {
+  check_fields(blk, {"type", "source", "title", "context", "citations", "cache_control"}, {}, w + ".");
+  if (has_field(blk, "citations")) {
+    const json& c = blk.at("citations");
+    if (!c.is_object()) throw ApiError(400, w + ".citations: must be an object", w + ".citations");
+    check_fields(c, {"enabled"}, {}, w + ".citations.");
+    if (get_bool(c, "enabled", false)) {
+      throw ApiError(400, w + ".citations: citations are not implemented", w + ".citations.enabled");
+    }
+  }
+  if (!has_field(blk, "source") || !blk.at("source").is_object()) {
+    throw ApiError(400, w + ".source: Field required (an object)", w + ".source");
+  }
+  const json& src = blk.at("source");
+  const std::string st = get_string(src, "type", "");
+  std::string body;
+  if (st == "text") {
+    check_fields(src, {"type", "media_type", "data"}, {}, w + ".source.");
+    const std::string mt = get_string(src, "media_type", "text/plain");
+    if (mt != "text/plain") {
+      throw ApiError(400, w + ".source.media_type: must be text/plain for a text document", w + ".source.media_type");
+    }
+    if (!has_field(src, "data") || !src.at("data").is_string()) {
+      throw ApiError(400, w + ".source.data: Field required (a string)", w + ".source.data");
+    }
+    body = src.at("data").get<std::string>();
+  } else if (st == "content") {
+    check_fields(src, {"type", "content"}, {}, w + ".source.");
+    if (!src.contains("content")) throw ApiError(400, w + ".source.content: Field required", w + ".source.content");
+    body = text_parts(src.at("content"), w + ".source.content", {"text"},
+                      {"type", "text", "cache_control", "citations"}, "content blocks");
+  } else {
+    throw ApiError(400,
+                   w + ": 'document' content blocks with a source of type '" + st +
+                       "' are not supported: this model is text-only (only text documents are read)",
+                   w + ".source.type");
+  }
+  std::string out;
+  for (const char* k : {"title", "context"}) {
+    const std::string v = get_string(blk, k, "");
+    if (!v.empty()) out += v + "\n\n";
+  }
+  return out + body;
+}
+
 // Anthropic messages, system and tools as a ChatCall.
 ChatCall anthropic_chat_call(const json& b) {
   ChatCall call;
@@ -57,6 +106,7 @@ ChatCall anthropic_chat_call(const json& b) {
     }
     if (!c.is_array()) throw ApiError(400, where + ".content: must be a string or an array of blocks", where);
     std::string text, thinking;
+    bool after_document = false;
     json tool_calls = json::array();
     for (size_t j = 0; j < c.size(); ++j) {
       const std::string w = where + ".content." + std::to_string(j);
@@ -65,6 +115,8 @@ ChatCall anthropic_chat_call(const json& b) {
       const std::string type = blk.value("type", "");
       if (type == "text") {
         check_fields(blk, {"type", "text", "cache_control", "citations"}, {}, w + ".");
+        if (after_document) text += "\n\n";
+        after_document = false;
         text += get_string(blk, "text", "");
       } else if (type == "thinking" && role == "assistant") {
         check_fields(blk, {"type", "thinking", "signature"}, {}, w + ".");
@@ -76,8 +128,30 @@ ChatCall anthropic_chat_call(const json& b) {
         tool_calls.push_back({{"id", get_string(blk, "id", "")},
                               {"type", "function"},
                               {"function", {{"name", get_string(blk, "name", "")}, {"arguments", input.dump()}}}});
+      } else if (type == "image") {
+        throw ApiError(400,
+                       w + ": 'image' content blocks are not supported: this model is text-only (Strix has no "
+                           "vision encoder)",
+                       w + ".type");
+      } else if (type == "document" && role == "user") {
+        // a paragraph of its own: "\n\n" before it and before the text block after it
+        if (!text.empty()) text += "\n\n";
+        text += document_text(blk, w);
+        after_document = true;
       } else if (type == "tool_result" && role == "user") {
         check_fields(blk, {"type", "tool_use_id", "content", "is_error", "cache_control"}, {}, w + ".");
+        if (blk.contains("content") && blk.at("content").is_array()) {
+          for (size_t k = 0; k < blk.at("content").size(); ++k) {
+            const json& part = blk.at("content")[k];
+            const std::string pt = part.is_object() ? part.value("type", "") : "";
+            if (pt == "image" || pt == "document") {
+              const std::string wk = w + ".content." + std::to_string(k);
+              throw ApiError(400,
+                             wk + ": '" + pt + "' blocks in a tool_result are not supported: this model is text-only",
+                             wk + ".type");
+            }
+          }
+        }
         const std::string out = blk.contains("content") ? text_blocks(blk.at("content"), w + ".content") : "";
         call.messages.push_back(
             {{"role", "tool"}, {"tool_call_id", get_string(blk, "tool_use_id", "")}, {"content", out}});
@@ -154,7 +228,8 @@ HttpReply Routes::count_tokens_anthropic(const std::string& text) {
   ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
   if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), INT64_MAX, think);
   ChatCall call = anthropic_chat_call(b);
-  apply_thinking_switch(call, think);
+  order_tool_schemas(call, text, {"input_schema"});
+  apply_thinking_switch(call, think, chat_);
   const ChatPlan plan = plan_chat(chat_, call);
   const auto ids = tk_.tokenize(plan.prompt, true, true);
   return json_reply({{"input_tokens", ids.size()}});
@@ -176,7 +251,8 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
   ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
   if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), max_tokens, think);
   ChatCall call = anthropic_chat_call(b);
-  apply_thinking_switch(call, think);
+  order_tool_schemas(call, text, {"input_schema"});
+  apply_thinking_switch(call, think, chat_);
   const ChatPlan plan = plan_chat(chat_, call);
   json sb = json::object();
   for (const char* k : {"temperature", "top_p", "top_k"}) {

@@ -17,6 +17,8 @@ using json = nlohmann::json;
 
 namespace {
 
+using ojson = nlohmann::ordered_json;
+
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -25,30 +27,30 @@ void check_tools(const ChatCall& call) {
   const std::string& f = call.tools_field;
   if (!call.tools.is_array()) throw ApiError(400, "'" + f + "' must be an array", f);
   for (size_t i = 0; i < call.tools.size(); ++i) {
-    const json& t = call.tools[i];
+    const ojson& t = call.tools[i];
     const std::string where = f + "[" + std::to_string(i) + "]";
     if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
         !t.at("function").is_object() || !t.at("function").contains("name") ||
         !t.at("function").at("name").is_string() || t.at("function").at("name").get<std::string>().empty()) {
       throw ApiError(400, where + " must be a function tool with a name", where);
     }
-    const json& fn = t.at("function");
+    const ojson& fn = t.at("function");
     if (fn.contains("parameters") && !fn.at("parameters").is_object() && !fn.at("parameters").is_null()) {
       throw ApiError(400, where + ": the parameters must be a JSON schema object", where);
     }
   }
 }
 
-// Templates read tool-call arguments as a mapping (HF's convention); the APIs carry JSON text.
-json template_messages(const json& messages) {
-  json out = messages;
-  for (json& m : out) {
+// Templates read tool-call arguments as a mapping (HF's convention); the APIs
+// carry JSON text, parsed in its own key order (as llama.cpp's ordered JSON).
+ojson template_messages(ojson out) {
+  for (ojson& m : out) {
     if (!m.contains("tool_calls") || !m.at("tool_calls").is_array()) continue;
-    for (json& tc : m.at("tool_calls")) {
+    for (ojson& tc : m.at("tool_calls")) {
       if (!tc.contains("function") || !tc.at("function").is_object()) continue;
-      json& fn = tc.at("function");
+      ojson& fn = tc.at("function");
       if (fn.contains("arguments") && fn.at("arguments").is_string()) {
-        const json a = json::parse(fn.at("arguments").get<std::string>(), nullptr, false);
+        const ojson a = ojson::parse(fn.at("arguments").get<std::string>(), nullptr, false);
         if (!a.is_discarded() && a.is_object()) fn["arguments"] = a;
       }
     }
@@ -68,18 +70,54 @@ const chat::TemplatePolyfill& polyfill_for(const std::string& tmpl, const std::s
   return *slot;
 }
 
-// llama.cpp's generic format: its system line first, then minja's polyfills
-// for what the template cannot render (Gemma's renders no tools, calls or
-// tool results: they become system text and JSON message contents).
-json generic_messages(const json& messages, const json& tools, const std::string& tmpl, const std::string& bos,
-                      const std::string& eos) {
-  using ojson = nlohmann::ordered_json;
+// llama.cpp's generic format, for every template without a native one: its
+// system line first, then minja's polyfills for what the template cannot
+// render (Gemma's or a plain ChatML one renders no tools, calls or tool
+// results: they become system text and JSON message contents).
+ojson generic_messages(const json& messages, const ojson& tools, const std::string& tmpl, const std::string& bos,
+                       const std::string& eos) {
   const ojson with_system = chat::add_system(ojson::parse(messages.dump()), chat::kGenericSystem);
-  const ojson filled = polyfill_for(tmpl, bos, eos).apply(with_system, ojson::parse(tools.dump()));
-  return json::parse(filled.dump());
+  return polyfill_for(tmpl, bos, eos).apply(with_system, tools);
+}
+
+// The tools as llama.cpp hands them to templates and grammars
+// (common_chat_tools_to_json_oaicompat): {"type": "function", "function":
+// {"name", "description", "parameters"}} in that order, other fields dropped.
+ojson canonical_tools(const ojson& tools) {
+  ojson out = ojson::array();
+  for (const ojson& t : tools) {
+    const ojson& f = t.at("function");
+    ojson fn = {{"name", f.at("name")}};
+    if (f.contains("description")) fn["description"] = f.at("description");
+    if (f.contains("parameters") && !f.at("parameters").is_null()) fn["parameters"] = f.at("parameters");
+    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return out;
 }
 
 }  // namespace
+
+void order_tool_schemas(ChatCall& call, const std::string& body, std::initializer_list<const char*> path) {
+  const ojson b = ojson::parse(body, nullptr, false);
+  if (b.is_discarded() || !b.is_object() || !b.contains("tools") || !b.at("tools").is_array()) return;
+  const ojson& tools = b.at("tools");
+  for (size_t i = 0; i < call.tools.size() && i < tools.size(); ++i) {
+    const ojson* at = &tools[i];
+    for (const char* k : path) {
+      at = at->is_object() && at->contains(k) ? &at->at(k) : nullptr;
+      if (at == nullptr) break;
+    }
+    ojson& t = call.tools[i];
+    if (at == nullptr || !at->is_object() || !t.is_object() || !t.contains("function") ||
+        !t.at("function").is_object() || !t.at("function").contains("parameters")) {
+      continue;
+    }
+    // the same schema, only its key order differs
+    if (json::parse(at->dump()) == json::parse(t.at("function").at("parameters").dump())) {
+      t["function"]["parameters"] = *at;
+    }
+  }
+}
 
 ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
   if (env.tmpl.empty()) {
@@ -93,14 +131,14 @@ ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
   if (has_tools && env.format == chat::ToolFormat::kNone) {
     throw ApiError(400,
                    "'" + call.tools_field +
-                       "': this model's chat template has no tool-call format Strix can parse, so tools are not "
-                       "implemented for it",
+                       "': this model's chat template uses a tool-call format of llama.cpp's that Strix does not "
+                       "implement (Command R7B, Functionary or FireFunction), so tools are not implemented for it",
                    call.tools_field);
   }
   plan.tools_active = has_tools && call.tool_choice != "none";
   if (!call.forced_name.empty()) {
     bool found = false;
-    for (const json& t : call.tools) found = found || t["function"]["name"] == call.forced_name;
+    for (const ojson& t : call.tools) found = found || t.at("function").at("name") == call.forced_name;
     if (!found) {
       throw ApiError(400, "tool_choice names '" + call.forced_name + "', which is not among the tools", "tool_choice");
     }
@@ -109,16 +147,17 @@ ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
     throw ApiError(400, "tool_choice requires a tool call but no tools were given", "tool_choice");
   }
 
+  const ojson tools = canonical_tools(call.tools);
   chat::ChatInputs in;
   const auto& v = env.tk->vocab();
   if (v.bos != tok::kNoToken) in.bos_token = env.tk->token_to_piece(v.bos, true);
   if (v.eos != tok::kNoToken) in.eos_token = env.tk->token_to_piece(v.eos, true);
   try {
     const bool generic = plan.tools_active && env.format == chat::ToolFormat::kGeneric;
-    const json messages =
-        generic ? generic_messages(call.messages, call.tools, env.tmpl, in.bos_token, in.eos_token) : call.messages;
+    const ojson messages = generic ? generic_messages(call.messages, tools, env.tmpl, in.bos_token, in.eos_token)
+                                   : ojson::parse(call.messages.dump());
     in.messages = jinja::parse_json(template_messages(messages).dump());
-    if (plan.tools_active) in.tools = jinja::parse_json(call.tools.dump());
+    if (plan.tools_active) in.tools = jinja::parse_json(tools.dump());
     for (const auto& [k, v] : call.template_kwargs.items()) in.kwargs.emplace_back(k, jinja::parse_json(v.dump()));
   } catch (const std::exception& e) {
     throw ApiError(400, std::string("the messages cannot be given to the template: ") + e.what(), "messages");
@@ -153,7 +192,7 @@ ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call) {
     const bool required = call.tool_choice == "required" || !call.forced_name.empty();
     try {
       const chat::ToolGrammar tg =
-          chat::tool_call_grammar(env.format, call.tools, call.forced_name, required, call.parallel);
+          chat::tool_call_grammar(env.format, tools, call.forced_name, required, call.parallel);
       plan.grammar = tg.gbnf;
       plan.grammar_lazy = tg.lazy;
       plan.grammar_triggers = tg.trigger_patterns;

@@ -7,6 +7,7 @@
 // that Anthropic's and the Responses API's event streams are made of.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -22,6 +23,10 @@ struct ChatEnv {
   std::string tmpl;  // Jinja source; "" refuses chat requests
   chat::ToolFormat format = chat::ToolFormat::kNone;
   bool extract_reasoning = true;  // --reasoning-format deepseek / auto; false for none
+  // --reasoning: 1 on / 0 off render with enable_thinking true / false unless
+  // a request's chat_template_kwargs set it (llama-server's
+  // default_template_kwargs); -1 auto leaves it to the template.
+  int reasoning = -1;
   const tok::Tokenizer* tk = nullptr;
 };
 
@@ -29,9 +34,11 @@ struct ChatCall {
   // OpenAI-shaped messages: {role, content (string), tool_calls?: [{id, type,
   // function: {name, arguments (JSON text)}}], tool_call_id?, name?}.
   nlohmann::json messages = nlohmann::json::array();
-  nlohmann::json tools = nlohmann::json::array();  // [{type: function, function: {name, description, parameters}}]
-  std::string tool_choice = "auto";                // none | auto | required
-  std::string forced_name;                         // a named function (implies required)
+  // [{type: function, function: {name, description, parameters}}]; ordered:
+  // the parameters' schemas keep the request's key order (order_tool_schemas)
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  std::string tool_choice = "auto";  // none | auto | required
+  std::string forced_name;           // a named function (implies required)
   bool parallel = true;
   std::string tools_field = "tools";  // the request field named in errors about tools
   nlohmann::json template_kwargs = nlohmann::json::object();
@@ -50,8 +57,16 @@ struct ChatPlan {
   std::vector<std::string> grammar_triggers;
 };
 
+// The request body parses into key-sorted JSON, but llama-server keeps the
+// order the client wrote: it shows in the tools the template renders and in
+// the order the tool-call grammar writes arguments. Puts the body's own
+// schema of each tool (reached by `path` inside body.tools[i], e.g.
+// {"function", "parameters"}) back into call.tools[i].
+void order_tool_schemas(ChatCall& call, const std::string& body, std::initializer_list<const char*> path);
+
 // Throws ApiError (400) for a model without template, bad tools, or tools on a
-// template without a tool-call format.
+// template whose native llama.cpp format Strix does not implement (templates
+// without a native format get the generic one).
 ChatPlan plan_chat(const ChatEnv& env, const ChatCall& call);
 
 // The whole reply, parsed (content only when the plan does not parse).

@@ -84,7 +84,8 @@ HttpReply Routes::apply_template(const std::string& text) {
                kReasoningFields);
   // rendered as a chat request would be: a reasoning budget of 0 turns enable_thinking off
   ChatCall call = openai_chat_call(b);
-  apply_thinking_switch(call, reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message}));
+  order_tool_schemas(call, text, {"function", "parameters"});
+  apply_thinking_switch(call, reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message}), chat_);
   return json_reply({{"prompt", plan_chat(chat_, call).prompt}});
 }
 

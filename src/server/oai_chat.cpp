@@ -167,7 +167,8 @@ HttpReply Routes::chat_oai(const std::string& text) {
       logprobs ? static_cast<int>(top) : (n_probs > 0 ? static_cast<int>(std::min<int64_t>(n_probs, 20)) : -1);
   const ThinkBudget think = reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message});
   ChatCall call = openai_chat_call(b);
-  apply_thinking_switch(call, think);
+  order_tool_schemas(call, text, {"function", "parameters"});
+  apply_thinking_switch(call, think, chat_);
   const ChatPlan plan = plan_chat(chat_, call);
   const bool stream = get_bool(b, "stream", false);
   const bool usage = include_usage(b);

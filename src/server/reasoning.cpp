@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/error.h"
 #include "sampling/think_budget.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -63,7 +64,14 @@ ThinkBudget anthropic_thinking(const nlohmann::json& thinking, int64_t max_token
   return t;
 }
 
-void apply_thinking_switch(ChatCall& call, const ThinkBudget& t) {
+int parse_reasoning_switch(const std::string& v) {
+  if (v == "on" || v == "enabled" || v == "true" || v == "1") return 1;
+  if (v == "off" || v == "disabled" || v == "false" || v == "0") return 0;
+  if (v == "auto" || v == "-1") return -1;
+  throw Error("--reasoning: unknown value '" + v + "' (on, off or auto)");
+}
+
+void apply_thinking_switch(ChatCall& call, const ThinkBudget& t, const ChatEnv& env) {
   const auto it = call.template_kwargs.find("enable_thinking");
   if (it != call.template_kwargs.end()) {
     if (!it->is_boolean()) {
@@ -72,7 +80,11 @@ void apply_thinking_switch(ChatCall& call, const ThinkBudget& t) {
     }
     return;
   }
-  if (t.budget == 0) call.template_kwargs["enable_thinking"] = false;
+  if (env.reasoning >= 0) {
+    call.template_kwargs["enable_thinking"] = env.reasoning == 1;
+  } else if (t.budget == 0) {
+    call.template_kwargs["enable_thinking"] = false;
+  }
 }
 
 void apply_think_budget(sampling::Params& p, const ChatEnv& env, const ChatPlan& plan, const ThinkBudget& t) {

@@ -37,10 +37,16 @@ ThinkBudget reasoning_budget(const nlohmann::json& b, const ThinkBudget& d);
 // >= 1024 and below max_tokens (a 400 otherwise, as its API answers).
 ThinkBudget anthropic_thinking(const nlohmann::json& thinking, int64_t max_tokens, const ThinkBudget& d);
 
-// Before plan_chat: enable_thinking = false for a budget of 0 unless the
-// request's kwargs set it; enable_thinking given as anything but a boolean is
-// a 400 (llama-server's check).
-void apply_thinking_switch(ChatCall& call, const ThinkBudget& t);
+// Before plan_chat: unless the request's kwargs set enable_thinking, the
+// server's --reasoning on / off sets it (env.reasoning 1 / 0, as llama-server's
+// default_template_kwargs), else a budget of 0 sets it false; enable_thinking
+// given as anything but a boolean is a 400 (llama-server's check).
+void apply_thinking_switch(ChatCall& call, const ThinkBudget& t, const ChatEnv& env);
+
+// --reasoning's value as llama.cpp's common/arg.cpp reads it: on / enabled /
+// true / 1 -> 1, off / disabled / false / 0 -> 0, auto / -1 -> -1; anything
+// else throws strix::Error.
+int parse_reasoning_switch(const std::string& value);
 
 // After plan_chat: the budget sampler's tags, forced sequence and generation
 // prompt, when the template has <think> blocks (nothing otherwise).

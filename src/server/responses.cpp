@@ -9,6 +9,7 @@
 
 #include "server/api_common.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_fields.h"
 #include "server/routes.h"
 
@@ -172,16 +173,33 @@ HttpReply Routes::responses(const std::string& text) {
   if (get_bool(b, "background", false)) {
     throw ApiError(400, "'background': true is not implemented", "background");
   }
-  check_fields(b, {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
-                   "temperature", "top_p", "stream", "store", "background", "metadata", "user", "text", "truncation",
-                   "chat_template_kwargs"});
+  if (has_field(b, "reasoning")) {
+    // llama-server passes the Responses body on as a chat request, where
+    // `reasoning` means nothing (it is dropped); Strix refuses what it does not honour.
+    throw ApiError(400,
+                   "'reasoning' (effort / summary) is not implemented; llama-server's reasoning_budget_tokens, "
+                   "thinking_budget_tokens and chat_template_kwargs.enable_thinking are",
+                   "reasoning");
+  }
+  check_fields(b,
+               {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens",
+                "temperature", "top_p", "stream", "store", "background", "metadata", "user", "text", "truncation",
+                "chat_template_kwargs"},
+               kReasoningFields);
   if (has_field(b, "truncation") && get_string(b, "truncation", "") != "disabled") {
     throw ApiError(400, "'truncation' other than \"disabled\" is not implemented", "truncation");
   }
   if (has_field(b, "metadata") && !b.at("metadata").is_object()) {
     throw ApiError(400, "'metadata' must be an object", "metadata");
   }
-  const ChatPlan plan = plan_chat(chat_, responses_chat_call(b));
+  // The reasoning budget as on /v1/chat/completions (llama-server turns a
+  // Responses request into a chat one): the server's --reasoning-budget, the
+  // request's reasoning_budget_tokens / thinking_budget_tokens / message.
+  const ThinkBudget think = reasoning_budget(b, {cfg_.reasoning_budget, cfg_.reasoning_budget_message});
+  ChatCall call = responses_chat_call(b);
+  order_tool_schemas(call, text, {"parameters"});
+  apply_thinking_switch(call, think, chat_);
+  const ChatPlan plan = plan_chat(chat_, call);
   json sb = json::object();
   for (const char* k : {"temperature", "top_p"}) {
     if (has_field(b, k)) sb[k] = b.at(k);
@@ -194,6 +212,7 @@ HttpReply Routes::responses(const std::string& text) {
     params.grammar_lazy = plan.grammar_lazy;
     params.grammar_trigger_patterns = plan.grammar_triggers;
   }
+  apply_think_budget(params, chat_, plan, think);
   const int64_t max_out = get_int(b, "max_output_tokens", -1);
   if (max_out == 0 || max_out < -1) throw ApiError(400, "'max_output_tokens' must be at least 1", "max_output_tokens");
   GenRequest g = make_request(tk_, plan.prompt, json::object(), {cfg_.n_ctx, max_out}, params, {});

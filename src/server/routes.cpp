@@ -37,6 +37,7 @@ Routes::Routes(Engine& engine, const tok::Tokenizer& tk, const Model& model, Rou
   chat_.tmpl = cfg_.chat_template;
   chat_.format = template_tool_format(cfg_.chat_template);
   chat_.extract_reasoning = cfg_.reasoning_format != "none";
+  chat_.reasoning = cfg_.reasoning;
   chat_.tk = &tk_;
 }
 

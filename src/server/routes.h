@@ -33,6 +33,7 @@ struct RouteConfig {
   std::string reasoning_format = "auto";  // none | deepseek | auto
   int32_t reasoning_budget = -1;          // --reasoning-budget: chat requests' default (server/reasoning.h)
   std::string reasoning_budget_message;   // --reasoning-budget-message
+  int reasoning = -1;                     // --reasoning: 1 on, 0 off, -1 auto (ChatEnv::reasoning)
   bool metrics = false;                   // GET /metrics
   bool slots = true;                      // GET /slots
   bool props_write = false;               // POST /props

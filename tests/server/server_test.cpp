@@ -189,12 +189,11 @@ TEST_F(ServeTest, completions_and_native_endpoints_match_libllama) {
 
 TEST_F(ServeTest, errors_have_openai_shape_and_name_the_field) {
   const json r = client("errors", kApiKey, {{"LONG_WORDS", "5000"}});
-  const json& u = r["unknown_field"];
+  const json& u = r["made_up_field"];
   EXPECT_EQ(u.value("status", 0), 400);
-  EXPECT_EQ(u.value("param", ""), "tools");
+  EXPECT_EQ(u.value("param", ""), "frobnicate");
   EXPECT_EQ(u.value("type", ""), "invalid_request_error");
-  EXPECT_NE(u.value("message", "").find("tools"), std::string::npos);
-  EXPECT_EQ(r["made_up_field"].value("param", ""), "frobnicate");
+  EXPECT_NE(u.value("message", "").find("frobnicate"), std::string::npos);
   EXPECT_EQ(r["n0"].value("status", 0), 400);
   EXPECT_EQ(r["n0"].value("param", ""), "n");
   EXPECT_EQ(r["echo_logprobs"].value("param", ""), "echo");
@@ -444,11 +443,72 @@ TEST_F(ServeTest, anthropic_errors_have_anthropic_shape) {
   check("unknown", 400, "invalid_request_error", "frobnicate");
   check("bad_type", 400, "invalid_request_error", "temperature");
   check("image", 400, "invalid_request_error", "image");
-  check("tools_no_format", 400, "invalid_request_error", "tools");
+  check("pdf", 400, "invalid_request_error", "document");
+  check("doc_url", 400, "invalid_request_error", "document");
+  check("doc_citations", 400, "invalid_request_error", "citations");
+  check("image_in_result", 400, "invalid_request_error", "image");
   check("wrong_key", 401, "authentication_error", "API key");
   check("malformed", 400, "invalid_request_error", "JSON");
   check("oversized", 413, "request_too_large", "limit");
   EXPECT_EQ(r.value("bearer", 0), 200) << "Authorization: Bearer works on the Anthropic routes too";
+}
+
+// A plain-text document is text the model reads (docs/SERVER.md): its title
+// and text as paragraphs of the user turn, before the turn's text block.
+TEST_F(ServeTest, anthropic_text_documents_are_read_as_text) {
+  const auto chat_text = [](const std::string& user) {
+    return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+  };
+  const Expected e = expected(*model_, chat_text("Story\n\nOnce upon a time\n\nHi"));
+  // negative control: the blocks glued together without the paragraph breaks
+  const Expected glued = expected(*model_, chat_text("StoryOnce upon a timeHi"));
+  ASSERT_NE(e.prompt.size(), glued.prompt.size());
+  const json r = client("documents", kApiKey, {}, "anthropic_client.mjs");
+  EXPECT_EQ(r.value("text", ""), e.text);
+  EXPECT_NE(r.value("text", ""), e.broken);
+  EXPECT_EQ(r.value("count", 0), static_cast<int>(e.prompt.size()));
+  EXPECT_NE(r.value("count", 0), static_cast<int>(glued.prompt.size()));
+  EXPECT_EQ(r.value("content_doc", 0),
+            static_cast<int>(model_->tokenize(chat_text("Read:\n\nNotes\n\nAB"), true, true).size()));
+}
+
+// Tools on a template without a tool-call format of its own (this ChatML one):
+// llama.cpp's generic JSON format with minja's polyfills; a forced call comes
+// back parsed (ajv checks its arguments), streamed fragments join to the same
+// arguments, and tool_choice none is the plain greedy reply (no tools in the prompt).
+TEST_F(ServeTest, tools_without_a_native_format_use_the_generic_one) {
+  const Expected e = expected(*model_, kChatText);
+  const json r = client("generic_tools");
+  EXPECT_EQ(r.value("finish", ""), "tool_calls") << r.dump();
+  EXPECT_TRUE(r["content"].is_null()) << r.dump();
+  EXPECT_EQ(r.value("name", ""), "get_weather");
+  EXPECT_TRUE(r.value("args_valid", false)) << r.value("args", "");
+  EXPECT_EQ(r.value("stream_name", ""), "get_weather");
+  EXPECT_EQ(r.value("stream_args", ""), r.value("args", "-"));
+  const std::string prompt = r.value("prompt", "");
+  EXPECT_EQ(prompt.rfind("<|im_start|>system\nRespond in JSON format, either with `tool_call`", 0), 0u) << prompt;
+  // the tools as llama.cpp hands them over (type, function {name, description,
+  // parameters}) in the request's key order, JSON indented by 2 as minja's polyfill writes them
+  const nlohmann::ordered_json params = nlohmann::ordered_json::parse(
+      R"({"type": "object", "properties": {"unit": {"type": "string", "enum": ["c", "f"]},
+          "city": {"type": "string", "enum": ["Paris", "Oslo"]}}, "required": ["unit", "city"],
+          "additionalProperties": false})");
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"description", "Weather"}, {"parameters", params}}}}});
+  EXPECT_NE(prompt.find("You can call any of the following tools to satisfy the user's requests: " + tools.dump(2)),
+            std::string::npos)
+      << prompt;
+  EXPECT_EQ(prompt.find(json(tools).dump(2)), std::string::npos) << "key-sorted tools (negative control)";
+  EXPECT_EQ(r.value("args", "").rfind("{\"unit\":", 0), 0u) << r.value("args", "");
+  EXPECT_EQ(r.value("prompt_tokens", 0), static_cast<int>(model_->tokenize(prompt, true, true).size()));
+  EXPECT_EQ(r.value("none_content", ""), e.text);
+  EXPECT_TRUE(r["none_calls"].is_null());
+  const json a = client("generic_tools", kApiKey, {}, "anthropic_client.mjs");
+  EXPECT_EQ(a.value("stop_reason", ""), "tool_use") << a.dump();
+  EXPECT_EQ(a["types"], json::array({"tool_use"})) << a.dump();
+  EXPECT_EQ(a.value("name", ""), "get_weather");
+  EXPECT_TRUE(a.value("valid", false)) << a.dump();
 }
 
 TEST_F(ServeTest, metrics_slots_and_props) {
@@ -460,7 +520,7 @@ TEST_F(ServeTest, metrics_slots_and_props) {
   ASSERT_TRUE(r["slots"].is_array()) << r["slots"];
   EXPECT_EQ(r["slots"].size(), 4u);
   EXPECT_EQ(r["props"].value("total_slots", 0), 4);
-  EXPECT_EQ(r["props"].value("chat_template_tool_format", ""), "none");
+  EXPECT_EQ(r["props"].value("chat_template_tool_format", ""), "generic");
   EXPECT_EQ(r["props"].value("chat_template", ""), kTemplate);
 }
 
@@ -487,6 +547,24 @@ TEST_F(ServeTest, zz_sigterm_after_the_suite_exits_cleanly) {
 
 // -c is one KV pool shared by the slots: three unbounded requests fill it, the
 // longest is ended ("length") to free blocks for the others, all stay greedy.
+// Negative control of the generic fallback: a template in a native llama.cpp
+// format Strix does not implement (Command R7B's markers) still refuses tools
+// by name, as llama-server would not give it the generic format.
+TEST(Serve, tools_on_an_unimplemented_native_format_are_refused) {
+  if (server_test::stories_model().empty()) GTEST_SKIP() << "../shared/data/stories260K.gguf is absent";
+  const std::string tmpl = std::string(kTemplate) + "{# <|END_THINKING|><|START_ACTION|> #}";
+  server_test::Server s({"-m", server_test::stories_model(), "-t", "1", "--chat-template", tmpl});
+  ASSERT_TRUE(s.ok()) << s.log();
+  const Result r = server_test::run(
+      "node", {std::string(STRIX_SOURCE_DIR) + "/tests/server/openai_client.mjs", "tools_refused", s.url(), "none"}, {},
+      60);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << s.log();
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.value("status", 0), 400) << j;
+  EXPECT_EQ(j.value("param", ""), "tools") << j;
+  EXPECT_NE(j.value("message", "").find("Command R7B"), std::string::npos) << j;
+}
+
 TEST(Serve, shared_context_full_ends_requests_with_length) {
   if (server_test::stories_model().empty()) GTEST_SKIP() << "../shared/data/stories260K.gguf is absent";
   server_test::Server s({"-m", server_test::stories_model(), "-t", "1", "-c", "96", "-np", "3"});

