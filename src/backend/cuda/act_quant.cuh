@@ -12,6 +12,23 @@
 
 namespace strix::cuda {
 
+// The warp's largest |value| (amax), its signed value and its element index
+// `at`, every lane's (amax, val, at) candidate reduced with the smallest index
+// winning ties (the first element in order, as the CPU quantizer keeps).
+__device__ __forceinline__ void warp_abs_max_first(float& amax, float& val, int& at) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
+    const float ov = __shfl_xor_sync(0xffffffffu, val, o);
+    const int oi = __shfl_xor_sync(0xffffffffu, at, o);
+    if (oa > amax || (oa == amax && oi < at)) {
+      amax = oa;
+      val = ov;
+      at = oi;
+    }
+  }
+}
+
 // One Q8_0 block: the warp's 32 values, v = element `lane`.
 __device__ __forceinline__ void quant_q8_0_warp(float v, int8_t* __restrict__ q, float* __restrict__ d, int lane) {
   const float amax = warp_max(fabsf(v));
@@ -34,17 +51,7 @@ __device__ __forceinline__ void quant_q8_K_warp(const float v[8], int8_t* __rest
       at = 32 * k + lane;
     }
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
-    const float ov = __shfl_xor_sync(0xffffffffu, val, o);
-    const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-    if (oa > amax || (oa == amax && oi < at)) {
-      amax = oa;
-      val = ov;
-      at = oi;
-    }
-  }
+  warp_abs_max_first(amax, val, at);
   if (amax == 0.0f) {
 #pragma unroll
     for (int k = 0; k < 8; ++k) q[32 * k + lane] = 0;

@@ -49,26 +49,13 @@ __global__ void quant_kernel(In in, int64_t width, int8_t* __restrict__ q, float
   const float v = in(t, c);
   if (out) out[t * os + c] = v;
   if constexpr (kBlk == 32) {
-    const float amax = warp_max(fabsf(v));
-    const float id = amax != 0.0f ? 127.f / amax : 0.0f;
-    q[t * width + c] = static_cast<int8_t>(max(-128, min(127, __float2int_rn(v * id))));
-    if (lane == 0) d[t * (width / 32) + c / 32] = h2f(f2h(amax / 127.f));
+    quant_q8_0_warp(v, q + t * width + (c - lane), d + t * (width / 32) + c / 32, lane);
   } else {
     __shared__ float s_amax[8], s_val[8];
     __shared__ int s_at[8];
     float amax = fabsf(v), val = v;
     int at = lane;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      const float oa = __shfl_xor_sync(0xffffffffu, amax, o);
-      const float ov = __shfl_xor_sync(0xffffffffu, val, o);
-      const int oi = __shfl_xor_sync(0xffffffffu, at, o);
-      if (oa > amax || (oa == amax && oi < at)) {
-        amax = oa;
-        val = ov;
-        at = oi;
-      }
-    }
+    warp_abs_max_first(amax, val, at);
     if (lane == 0) {
       s_amax[warp] = amax;
       s_val[warp] = val;
