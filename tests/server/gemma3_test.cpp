@@ -32,29 +32,6 @@ namespace fs = std::filesystem;
 
 const int kN = 12;  // tokens per chat reply
 
-// libllama's greedy continuation as pieces, stopping before an end-of-generation
-// token; swap_at: take the runner-up once (negative control).
-std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
-                                           int swap_at = -1) {
-  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
-  ctx.decode_seq(prompt, 0);
-  int32_t pos = static_cast<int32_t>(prompt.size());
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) {
-    const auto lg = ctx.logits(-1);
-    std::vector<int32_t> order(lg.size());
-    for (size_t v = 0; v < lg.size(); ++v) order[v] = static_cast<int32_t>(v);
-    std::partial_sort(order.begin(), order.begin() + 2, order.end(),
-                      [&](int32_t a, int32_t b) { return lg[a] > lg[b]; });
-    const int32_t t = i == swap_at ? order[1] : order[0];
-    if (m.is_eog(t)) break;
-    out.push_back(m.token_to_piece(t, true));
-    const int32_t one[1] = {t};
-    ctx.decode_seq(one, pos++);
-  }
-  return out;
-}
-
 // llama.cpp drops the rendered prompt's leading BOS text when the vocabulary adds BOS itself.
 std::string without_bos(const std::string& prompt) {
   const std::string bos = "<bos>";
@@ -127,8 +104,8 @@ TEST_F(Gemma3ServeTest, greedy_chat_equals_libllama_and_generic_tool_call_parses
   const std::string prompt = server_test::render_template(tmpl, messages, json::object(), "<bos>", "<eos>");
   ASSERT_EQ(prompt.rfind("<bos><start_of_turn>user\n", 0), 0u) << prompt;
   const std::vector<int32_t> ids = ref_->tokenize(without_bos(prompt), true, true);
-  const std::vector<std::string> want = ref_greedy_pieces(*ref_, ids, kN);
-  const std::vector<std::string> broken = ref_greedy_pieces(*ref_, ids, kN, /*swap_at=*/2);
+  const std::vector<std::string> want = server_test::ref_greedy_pieces(*ref_, ids, kN);
+  const std::vector<std::string> broken = server_test::ref_greedy_pieces(*ref_, ids, kN, /*swap_at=*/2);
   ASSERT_FALSE(want.empty());
   ASSERT_NE(want, broken);
 

@@ -28,23 +28,6 @@ namespace fs = std::filesystem;
 
 const int kN = 12;  // tokens per reply
 
-std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::string& prompt, int n) {
-  const std::vector<int32_t> ids = m.tokenize(prompt, true, true);
-  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
-  ctx.decode_seq(ids, 0);
-  int32_t pos = static_cast<int32_t>(ids.size());
-  std::vector<std::string> out;
-  for (int i = 0; i < n; ++i) {
-    const auto lg = ctx.logits(-1);
-    const int32_t t = static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin());
-    if (m.is_eog(t)) break;
-    out.push_back(m.token_to_piece(t, true));
-    const int32_t one[1] = {t};
-    ctx.decode_seq(one, pos++);
-  }
-  return out;
-}
-
 class ReasoningFlagTest : public ::testing::Test {
  protected:
   static std::string vocab_dir() {
@@ -90,8 +73,8 @@ TEST_F(ReasoningFlagTest, off_renders_enable_thinking_false_like_libllama) {
   const std::string off = server_test::render_template(tmpl, messages, {{"enable_thinking", false}}, "", "<|im_end|>");
   const std::string on = server_test::render_template(tmpl, messages, json::object(), "", "<|im_end|>");
   ASSERT_NE(off, on) << "the Qwen 3 template must render enable_thinking = false differently";
-  const std::vector<std::string> want_off = ref_greedy_pieces(*ref_, off, kN);
-  const std::vector<std::string> want_on = ref_greedy_pieces(*ref_, on, kN);
+  const std::vector<std::string> want_off = server_test::ref_greedy_pieces(*ref_, ref_->tokenize(off, true, true), kN);
+  const std::vector<std::string> want_on = server_test::ref_greedy_pieces(*ref_, ref_->tokenize(on, true, true), kN);
   ASSERT_NE(want_off, want_on) << "no negative control: both prompts give the same greedy reply";
 
   const server_test::Result r = server_test::run(

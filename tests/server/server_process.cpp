@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -162,6 +163,27 @@ int Server::stop() {
 Server::~Server() {
   stop();
   fs::remove(log_path_);
+}
+
+std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
+                                           int swap_at) {
+  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
+  ctx.decode_seq(prompt, 0);
+  int32_t pos = static_cast<int32_t>(prompt.size());
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    const auto lg = ctx.logits(-1);
+    std::vector<int32_t> order(lg.size());
+    for (size_t v = 0; v < lg.size(); ++v) order[v] = static_cast<int32_t>(v);
+    std::partial_sort(order.begin(), order.begin() + 2, order.end(),
+                      [&](int32_t a, int32_t b) { return lg[a] > lg[b]; });
+    const int32_t t = i == swap_at ? order[1] : order[0];
+    if (m.is_eog(t)) break;
+    out.push_back(m.token_to_piece(t, true));
+    const int32_t one[1] = {t};
+    ctx.decode_seq(one, pos++);
+  }
+  return out;
 }
 
 }  // namespace server_test

