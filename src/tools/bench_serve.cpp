@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/mmap.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -230,6 +231,8 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
     if (n < 1 || n > 256) throw Error("bench-serve: stream counts must be in [1, 256], got " + std::to_string(n));
   }
   Loaded m;
+  // the weights as `strix serve` holds them by default (copied into huge pages when they fit)
+  set_weight_memory(WeightMemory::kAuto);
   m.model = Model::load(o.model);
   m.tk = std::make_unique<tok::Tokenizer>(tok::Vocab::load(m.model->file()));
   m.n_vocab = m.model->hparams().n_vocab;
