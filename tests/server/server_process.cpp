@@ -165,12 +165,12 @@ Server::~Server() {
   fs::remove(log_path_);
 }
 
-std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
-                                           int swap_at) {
+std::vector<int32_t> ref_greedy(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
+                                int swap_at) {
   strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
   ctx.decode_seq(prompt, 0);
   int32_t pos = static_cast<int32_t>(prompt.size());
-  std::vector<std::string> out;
+  std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     const auto lg = ctx.logits(-1);
     std::vector<int32_t> order(lg.size());
@@ -179,10 +179,17 @@ std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, cons
                       [&](int32_t a, int32_t b) { return lg[a] > lg[b]; });
     const int32_t t = i == swap_at ? order[1] : order[0];
     if (m.is_eog(t)) break;
-    out.push_back(m.token_to_piece(t, true));
+    out.push_back(t);
     const int32_t one[1] = {t};
     ctx.decode_seq(one, pos++);
   }
+  return out;
+}
+
+std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
+                                           int swap_at) {
+  std::vector<std::string> out;
+  for (int32_t t : ref_greedy(m, prompt, n, swap_at)) out.push_back(m.token_to_piece(t, true));
   return out;
 }
 

