@@ -220,17 +220,24 @@ json tool_input(const std::string& args) {
   return j.is_discarded() ? json::object() : j;
 }
 
+// The prompt of a Messages request (body b, raw text for the tools' key order):
+// its `thinking` field, when given, replaces the server's budget in `think`.
+ChatPlan anthropic_plan(const json& b, const std::string& text, int64_t max_tokens, const ChatEnv& env,
+                        ThinkBudget& think) {
+  if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), max_tokens, think);
+  ChatCall call = anthropic_chat_call(b);
+  order_tool_schemas(call, text, {"input_schema"});
+  apply_thinking_switch(call, think, env);
+  return plan_chat(env, call);
+}
+
 }  // namespace
 
 HttpReply Routes::count_tokens_anthropic(const std::string& text) {
   const json b = parse_body(text);
   check_fields(b, {"model", "messages", "system", "tools", "tool_choice", "chat_template_kwargs", "thinking"});
   ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
-  if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), INT64_MAX, think);
-  ChatCall call = anthropic_chat_call(b);
-  order_tool_schemas(call, text, {"input_schema"});
-  apply_thinking_switch(call, think, chat_);
-  const ChatPlan plan = plan_chat(chat_, call);
+  const ChatPlan plan = anthropic_plan(b, text, INT64_MAX, chat_, think);
   const auto ids = tk_.tokenize(plan.prompt, true, true);
   return json_reply({{"input_tokens", ids.size()}});
 }
@@ -249,11 +256,7 @@ HttpReply Routes::messages_anthropic(const std::string& text) {
   }
   // thinking: disabled renders with enable_thinking = false; enabled runs the budget sampler (server/reasoning.h)
   ThinkBudget think{cfg_.reasoning_budget, cfg_.reasoning_budget_message};
-  if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), max_tokens, think);
-  ChatCall call = anthropic_chat_call(b);
-  order_tool_schemas(call, text, {"input_schema"});
-  apply_thinking_switch(call, think, chat_);
-  const ChatPlan plan = plan_chat(chat_, call);
+  const ChatPlan plan = anthropic_plan(b, text, max_tokens, chat_, think);
   json sb = json::object();
   for (const char* k : {"temperature", "top_p", "top_k"}) {
     if (has_field(b, k)) sb[k] = b.at(k);
