@@ -23,6 +23,29 @@ std::string text_blocks(const json& c, const std::string& where) {
   return text_parts(c, where, {"text"}, {"type", "text", "cache_control"}, "content blocks");
 }
 
+// Claude Code's system prompt starts with a billing header whose cch=XXXXX
+// stamp changes on every request, so no prefix would ever be reused from the
+// cache; the stamp becomes fffff, as llama-server does (its PR 21793).
+std::string normalize_billing_header(std::string s) {
+  static const std::string head = "x-anthropic-billing-header:";
+  if (s.rfind(head, 0) != 0) return s;
+  const size_t at = s.find("cch=", head.size());
+  if (at == std::string::npos) return s;
+  const size_t v = at + 4;
+  if (v + 5 < s.size() && s[v + 5] == ';') s.replace(v, 5, "fffff");
+  return s;
+}
+
+// The system prompt: a string or text blocks, joined with nothing (as
+// llama.cpp joins them), each block's billing header normalized.
+std::string system_text(const json& sys) {
+  const std::string joined = text_blocks(sys, "system");  // checks the blocks
+  if (sys.is_string()) return normalize_billing_header(joined);
+  std::string out;
+  for (const json& blk : sys) out += normalize_billing_header(blk.at("text").get<std::string>());
+  return out;
+}
+
 json template_kwargs(const json& b) {
   if (!has_field(b, "chat_template_kwargs")) return json::object();
   if (!b.at("chat_template_kwargs").is_object()) {
@@ -85,7 +108,7 @@ ChatCall anthropic_chat_call(const json& b) {
   ChatCall call;
   call.tools_field = "tools";
   if (has_field(b, "system")) {
-    call.messages.push_back({{"role", "system"}, {"content", text_blocks(b.at("system"), "system")}});
+    call.messages.push_back({{"role", "system"}, {"content", system_text(b.at("system"))}});
   }
   if (!has_field(b, "messages") || !b.at("messages").is_array() || b.at("messages").empty()) {
     throw ApiError(400, "messages: must be a non-empty array", "messages");
@@ -106,7 +129,7 @@ ChatCall anthropic_chat_call(const json& b) {
     }
     if (!c.is_array()) throw ApiError(400, where + ".content: must be a string or an array of blocks", where);
     std::string text, thinking;
-    bool after_document = false;
+    bool after_document = false, has_text = false;
     json tool_calls = json::array();
     for (size_t j = 0; j < c.size(); ++j) {
       const std::string w = where + ".content." + std::to_string(j);
@@ -114,9 +137,15 @@ ChatCall anthropic_chat_call(const json& b) {
       if (!blk.is_object()) throw ApiError(400, w + ": must be an object", w);
       const std::string type = blk.value("type", "");
       if (type == "text") {
+        // text blocks are joined by a line break, as llama.cpp joins the typed text parts it makes of them
         check_fields(blk, {"type", "text", "cache_control", "citations"}, {}, w + ".");
-        if (after_document) text += "\n\n";
+        if (after_document) {
+          text += "\n\n";
+        } else if (!text.empty()) {
+          text += "\n";
+        }
         after_document = false;
+        has_text = true;
         text += get_string(blk, "text", "");
       } else if (type == "thinking" && role == "assistant") {
         check_fields(blk, {"type", "thinking", "signature"}, {}, w + ".");
@@ -138,6 +167,7 @@ ChatCall anthropic_chat_call(const json& b) {
         if (!text.empty()) text += "\n\n";
         text += document_text(blk, w);
         after_document = true;
+        has_text = true;
       } else if (type == "tool_result" && role == "user") {
         check_fields(blk, {"type", "tool_use_id", "content", "is_error", "cache_control"}, {}, w + ".");
         if (blk.contains("content") && blk.at("content").is_array()) {
@@ -165,7 +195,7 @@ ChatCall anthropic_chat_call(const json& b) {
       if (!tool_calls.empty()) a["tool_calls"] = tool_calls;
       if (!thinking.empty()) a["reasoning_content"] = thinking;
       call.messages.push_back(a);
-    } else if (!text.empty()) {
+    } else if (has_text) {
       call.messages.push_back({{"role", "user"}, {"content", text}});
     }
   }
@@ -215,6 +245,37 @@ const char* stop_reason(Finish f, bool tools) {
   return tools ? "tool_use" : "end_turn";
 }
 
+// tool_use inputs given back in the history keep the client's key order, as
+// in llama.cpp (its JSON is ordered): the ChatCall was built from the
+// key-sorted parse, so each call's arguments become the ordered input's text.
+void order_tool_use_inputs(ChatCall& call, const std::string& body) {
+  using ojson = nlohmann::ordered_json;
+  const ojson b = ojson::parse(body, nullptr, false);
+  if (b.is_discarded() || !b.is_object() || !b.contains("messages") || !b.at("messages").is_array()) return;
+  std::vector<const ojson*> inputs;  // one per tool_use block, in order; null without an input
+  for (const ojson& m : b.at("messages")) {
+    if (!m.is_object() || m.value("role", "") != "assistant" || !m.contains("content") || !m.at("content").is_array()) {
+      continue;
+    }
+    for (const ojson& blk : m.at("content")) {
+      if (blk.is_object() && blk.value("type", "") == "tool_use") {
+        inputs.push_back(blk.contains("input") ? &blk.at("input") : nullptr);
+      }
+    }
+  }
+  size_t k = 0;
+  for (json& m : call.messages) {
+    if (!m.contains("tool_calls")) continue;
+    for (json& tc : m.at("tool_calls")) {
+      if (k >= inputs.size()) return;
+      const ojson* in = inputs[k++];
+      json& args = tc["function"]["arguments"];
+      // the same object, only its key order differs
+      if (in != nullptr && json::parse(in->dump()) == json::parse(args.get<std::string>())) args = in->dump();
+    }
+  }
+}
+
 json tool_input(const std::string& args) {
   const json j = json::parse(args, nullptr, false);
   return j.is_discarded() ? json::object() : j;
@@ -227,6 +288,7 @@ ChatPlan anthropic_plan(const json& b, const std::string& text, int64_t max_toke
   if (has_field(b, "thinking")) think = anthropic_thinking(b.at("thinking"), max_tokens, think);
   ChatCall call = anthropic_chat_call(b);
   order_tool_schemas(call, text, {"input_schema"});
+  order_tool_use_inputs(call, text);
   apply_thinking_switch(call, think, env);
   return plan_chat(env, call);
 }

@@ -20,6 +20,8 @@ namespace strix::server {
 
 namespace {
 
+// Text parts joined by a line break, as llama.cpp hands them to a template
+// that takes string content (common_chat_msg::to_json_oaicompat, concat_typed_text).
 std::string text_content(const json& c, const std::string& where) {
   if (c.is_null()) return "";
   if (c.is_string()) return c.get<std::string>();
@@ -31,6 +33,7 @@ std::string text_content(const json& c, const std::string& where) {
         !c[j].at("text").is_string()) {
       throw ApiError(400, part + ": only {\"type\": \"text\", \"text\": ...} parts are implemented", part + ".type");
     }
+    if (!out.empty()) out += '\n';
     out += c[j].at("text").get<std::string>();
   }
   return out;

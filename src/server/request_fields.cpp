@@ -49,7 +49,8 @@ bool get_bool(const nlohmann::json& body, const char* key, bool def) {
 }
 
 std::string text_parts(const nlohmann::json& c, const std::string& where, std::initializer_list<std::string_view> types,
-                       std::initializer_list<std::string_view> fields, const std::string& what) {
+                       std::initializer_list<std::string_view> fields, const std::string& what,
+                       std::string_view sep) {
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) throw ApiError(400, where + " must be a string or an array of " + what, where);
   std::string out;
@@ -64,6 +65,7 @@ std::string text_parts(const nlohmann::json& c, const std::string& where, std::i
       throw ApiError(400, w + ": only " + names + " " + what + " are implemented", w + ".type");
     }
     check_fields(c[j], fields, {}, w + ".");
+    if (!out.empty()) out += sep;
     out += c[j].at("text").get<std::string>();
   }
   return out;

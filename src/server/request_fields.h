@@ -26,10 +26,12 @@ std::string get_string(const nlohmann::json& body, const char* key, const std::s
 std::vector<std::string> get_strings(const nlohmann::json& body, const char* key);
 
 // A string, or an array of text parts (objects whose "type" is one of `types`,
-// with a string "text" and no fields beyond `fields`), concatenated; a 400
-// naming the part otherwise. `what` names the parts in messages ("content blocks").
+// with a string "text" and no fields beyond `fields`), joined by `sep` (after
+// a non-empty text, as llama.cpp's common_chat_msg joins typed text parts); a
+// 400 naming the part otherwise. `what` names the parts in messages ("content blocks").
 std::string text_parts(const nlohmann::json& c, const std::string& where, std::initializer_list<std::string_view> types,
-                       std::initializer_list<std::string_view> fields, const std::string& what);
+                       std::initializer_list<std::string_view> fields, const std::string& what,
+                       std::string_view sep = "");
 
 // Parses a request body; a 400 for malformed JSON or a non-object.
 nlohmann::json parse_body(const std::string& text);

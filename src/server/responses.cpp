@@ -17,9 +17,11 @@ namespace strix::server {
 
 namespace {
 
+// Several text parts are one text with a line break between them, as
+// llama.cpp hands typed parts to a template that takes string content.
 std::string item_text(const json& c, const std::string& where) {
   return text_parts(c, where, {"input_text", "output_text"}, {"type", "text", "annotations", "logprobs"},
-                    "content parts");
+                    "content parts", "\n");
 }
 
 ChatCall responses_chat_call(const json& b) {

@@ -34,7 +34,7 @@ const modes = {
     const r = await client.messages.create({model: 'm', max_tokens: n, temperature: 0, messages});
     // the same as text blocks, and with a system prompt given as blocks
     const blocks = await client.messages.create({model: 'm', max_tokens: n, temperature: 0,
-      messages: [{role: 'user', content: [{type: 'text', text: 'H'}, {type: 'text', text: 'i'}]}]});
+      messages: [{role: 'user', content: [{type: 'text', text: 'Hi'}]}]});
     const events = [];
     const stream = client.messages.stream({model: 'm', max_tokens: n, temperature: 0, messages});
     let text = '';

@@ -55,7 +55,7 @@ const modes = {
   },
   async chat_parts() {
     const r = await client.chat.completions.create(
-        {model: 'm', messages: [{role: 'user', content: [{type: 'text', text: 'H'}, {type: 'text', text: 'i'}]}],
+        {model: 'm', messages: [{role: 'user', content: [{type: 'text', text: 'Hi'}]}],
          temperature: 0, max_completion_tokens: n});
     return {content: r.choices[0].message.content};
   },
@@ -220,7 +220,7 @@ const modes = {
   async responses() {
     const r = await client.responses.create({model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n});
     const items = await client.responses.create({model: 'm', temperature: 0, max_output_tokens: n,
-      input: [{type: 'message', role: 'user', content: [{type: 'input_text', text: 'H'}, {type: 'input_text', text: 'i'}]}]});
+      input: [{type: 'message', role: 'user', content: [{type: 'input_text', text: 'Hi'}]}]});
     const s = await client.responses.create({model: 'm', input: 'Hi', temperature: 0, max_output_tokens: n, stream: true});
     const events = [];
     let text = '', done_text = null, final = null;

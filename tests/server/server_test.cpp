@@ -113,7 +113,7 @@ TEST_F(ServeTest, chat_greedy_matches_libllama) {
   }
   EXPECT_EQ(r["usage"]["total_tokens"],
             r["usage"]["prompt_tokens"].get<int>() + r["usage"]["completion_tokens"].get<int>());
-  // text parts are joined into the message content
+  // a text-part array is the message content (several parts: message_parts_test.cpp)
   EXPECT_EQ(client("chat_parts").value("content", ""), e.text);
 }
 
