@@ -12,6 +12,7 @@ int cmd_run(int argc, char** argv);             // cmd_run.cpp (also `strix -m .
 int cmd_parity(int argc, char** argv);          // cmd_parity.cpp
 int cmd_bench(int argc, char** argv);           // cmd_bench.cpp
 int cmd_bench_serve(int argc, char** argv);     // cmd_bench_serve.cpp
+int cmd_batched_bench(int argc, char** argv);   // cmd_batched_bench.cpp
 int cmd_quantize(int argc, char** argv);        // cmd_quantize.cpp
 int cmd_download(int argc, char** argv);        // cmd_download.cpp
 int cmd_serve(int argc, char** argv);           // cmd_serve.cpp (also `strix-server`)

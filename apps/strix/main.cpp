@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"serve", strix::app::cmd_serve, "an OpenAI-compatible HTTP server, as llama-server (also strix-server)"},
     {"parity", strix::app::cmd_parity, "compare Strix's logits with libllama's on the same tokens"},
     {"bench", strix::app::cmd_bench, "measure pp/tg t/s as llama-bench (--compare: side by side with libllama)"},
+    {"batched-bench", strix::app::cmd_batched_bench,
+     "prompt and aggregate decode t/s of B concurrent sequences, as llama-batched-bench"},
     {"bench-serve", strix::app::cmd_bench_serve, "server engine under load vs libllama (decode t/s at N streams, shared-prefix TTFT)"},
     {"quantize", strix::app::cmd_quantize, "quantize a GGUF with the reference libllama (as llama-quantize)"},
     {"download", strix::app::cmd_download, "fetch a model from the Hugging Face hub into its cache (as -hf)"},
@@ -34,8 +36,8 @@ const Command kCommands[] = {
 
 void usage(FILE* out) {
   std::fprintf(out, "usage: strix COMMAND [ARGS]\n\ncommands:\n");
-  for (const auto& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.help);
-  std::fprintf(out, "  %-10s %s\n", "version", "build and CPU features (also --version)");
+  for (const auto& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.help);
+  std::fprintf(out, "  %-14s %s\n", "version", "build and CPU features (also --version)");
   std::fprintf(out, "\n`strix COMMAND -h` shows the flags of a command.\n");
 }
 

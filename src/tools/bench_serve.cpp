@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/mmap.h"
+#include "kv/kv_cache.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -104,21 +105,33 @@ void drain(const std::vector<std::shared_ptr<server::GenStream>>& streams, std::
 
 // Strix: aggregate decode t/s of n streams through the Engine.
 double strix_decode(const Loaded& m, const BenchServeOptions& o, int n, uint64_t seed) {
-  const int64_t per = o.n_prompt + o.n_gen + 1;
-  Context ctx(*m.model, {.n_ctx = per * n + 64, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n});
+  // room for every stream in whole cache blocks: no stream is ever preempted
+  const int64_t bs = KvCache::Options{}.block_size;
+  const int64_t per = (o.n_prompt + o.n_gen + 1 + bs - 1) / bs * bs;
+  Context ctx(*m.model, {.n_ctx = per * n + bs, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n});
   server::Engine engine(ctx, *m.tk, {.n_parallel = n, .n_batch = std::max(o.n_batch, n)});
   std::vector<std::shared_ptr<server::GenStream>> streams;
   for (int i = 0; i < n; ++i) {
     streams.push_back(engine.submit(request(m, random_ids(m, o.n_prompt, seed + i, true), o.n_gen, false)));
   }
-  // the clock starts when every stream has sampled its first token
-  while (engine.metrics().predicted_tokens < static_cast<uint64_t>(n)) {
+  // The clock starts when every prompt is in (each stream has sampled its
+  // first token then); the streams admitted first may be some tokens ahead,
+  // so the count is of the tokens sampled after that moment.
+  const uint64_t all_prompts = static_cast<uint64_t>(n) * static_cast<uint64_t>(o.n_prompt);
+  uint64_t before = 0;
+  for (;;) {
+    const server::Engine::Metrics mt = engine.metrics();
+    if (mt.prompt_tokens + mt.prefix_hit_tokens >= all_prompts) {
+      before = mt.predicted_tokens;
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   const Clock::time_point t0 = Clock::now();
   drain(streams, nullptr);
   const double s = seconds_since(t0);
-  return static_cast<double>(n) * (o.n_gen - 1) / s;
+  if (engine.metrics().preemptions > 0) throw Error("bench-serve: a stream was preempted (the cache is too small)");
+  return static_cast<double>(static_cast<uint64_t>(n) * static_cast<uint64_t>(o.n_gen) - before) / s;
 }
 
 int32_t argmax(std::span<const float> l) {

@@ -4,11 +4,15 @@
 // Methodology:
 //   decode @ cN   N streams at once (N slots, N sequences), each a distinct
 //                 prompt of n_prompt random ids (BOS first) and n_gen greedy
-//                 tokens (end of generation ignored). All prompts are prefilled
-//                 together; the clock starts once every stream has its first
-//                 token and stops when all are done: aggregate decode t/s =
-//                 N * (n_gen - 1) / seconds. Strix: server::Engine (continuous
-//                 batching, one step per token of every stream). libllama: one
+//                 tokens (end of generation ignored). The clock starts once
+//                 every prompt is in (every stream has its first token) and
+//                 stops when all are done: aggregate decode t/s = tokens
+//                 sampled in that time / seconds. Strix: server::Engine
+//                 (continuous batching, one step per token of every stream;
+//                 the requests are submitted one after the other, so the
+//                 first ones admitted may be a few tokens ahead and their
+//                 prompts' prefill is not in the window). libllama: all
+//                 prompts in one batch, then N * (n_gen - 1) tokens; one
 //                 llama_decode per step with one token of each of its N
 //                 sequences (n_seq_max = N), argmax sampling.
 //   shared prefix a system prompt of n_system random ids plus a distinct
