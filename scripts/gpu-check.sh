@@ -7,7 +7,11 @@
 #   strix bench -ngl 99 (tg128/pp512) of a Llama-3.2-1B-shaped Q4_K_M with the
 #   measured copy bandwidth.
 #
-# Usage: scripts/gpu-check.sh [--no-speed] [--8b]
+# Usage: scripts/gpu-check.sh [--no-speed] [--8b] [--long] [--speed-only]
+#   --8b          also the Llama-3.1-8B-shaped Q4_K_M
+#   --long        also pp4096 and tg128 at depth 4096 (bench -d 4096), the aggregate decode
+#                 of 1 / 16 / 64 sequences (strix batched-bench) and, with --8b, the 8B in Q8_0
+#   --speed-only  no kernel tests and no parity (the speed checks alone)
 #   STRIX_BIN / STRIX_TEST_BIN: prebuilt binaries (else builds build-gpu/, Release, STRIX_CUDA=ON)
 #   STORIES:  stories260K.gguf (default ../shared/data/stories260K.gguf)
 #   VOCAB3:   a GGUF with Llama 3's vocabulary for the speed models (default: --vocab llama3_1)
@@ -17,10 +21,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 speed=1
 big=0
+long=0
+checks=1
 for a in "$@"; do
   case "$a" in
     --no-speed) speed=0 ;;
     --8b) big=1 ;;
+    --long) long=1 ;;
+    --speed-only) checks=0 ;;
     *) echo "unknown flag $a" >&2; exit 1 ;;
   esac
 done
@@ -52,6 +60,7 @@ STORIES="${STORIES:-../shared/data/stories260K.gguf}"
 VOCAB3="${VOCAB3:-llama3_1}"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | sed 's/^/gpu: /' | tee -a "$summary"
 
+if [ $checks = 1 ]; then
 # ---- tests/backend_cuda: each kernel against a scalar CPU reference, CudaParity* ----
 if [ -n "${STRIX_TEST_BIN:-}" ]; then
   check "kernel + parity tests (test_backend_cuda)" pass env STRIX_STORIES="$STORIES" "$STRIX_TEST_BIN" --gtest_brief=1
@@ -96,23 +105,36 @@ if [ -f "$STORIES" ]; then
 else
   note "skip  stories260K ($STORIES absent)"
 fi
+fi  # checks
 
 # ---- speed: Llama-3.2-1B-shaped (and -3.1-8B-shaped) Q4_K_M ----
 if [ $speed = 1 ]; then
   shape1b=(--arch llama --layers 16 --embd 2048 --heads 32 --kv-heads 8 --head-dim 64 --ff 8192 --tied-output)
   # a speed model already in $work (made by an earlier step of the same device call) is reused
   [ -f "$work/l1b-q4_k_m.gguf" ] ||
-    { "$S" synth "${shape1b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l1b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+    { { [ -f "$work/l1b-f16.gguf" ] || "$S" synth "${shape1b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l1b-f16.gguf" >>"$OUT/log.txt" 2>&1; } &&
       "$S" quantize "$work/l1b-f16.gguf" "$work/l1b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
       rm -f "$work/l1b-f16.gguf"; }
   check "bench -ngl 99 1B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l1b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-1b.json' | tee -a '$OUT/bench.txt'"
   if [ $big = 1 ]; then
     shape8b=(--arch llama --layers 32 --embd 4096 --heads 32 --kv-heads 8 --head-dim 128 --ff 14336)
     [ -f "$work/l8b-q4_k_m.gguf" ] ||
-      { "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l8b-f16.gguf" >>"$OUT/log.txt" 2>&1 &&
+      { { [ -f "$work/l8b-f16.gguf" ] || "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type f16 -o "$work/l8b-f16.gguf" >>"$OUT/log.txt" 2>&1; } &&
         "$S" quantize "$work/l8b-f16.gguf" "$work/l8b-q4_k_m.gguf" Q4_K_M "$(nproc)" >>"$OUT/log.txt" 2>&1 &&
         rm -f "$work/l8b-f16.gguf"; }
     check "bench -ngl 99 8B-shaped Q4_K_M" pass bash -o pipefail -c "'$S' bench -m '$work/l8b-q4_k_m.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-8b.json' | tee -a '$OUT/bench.txt'"
+  fi
+  if [ $long = 1 ]; then
+    for m in l1b l8b; do
+      [ -f "$work/$m-q4_k_m.gguf" ] || continue
+      check "bench -ngl 99 $m Q4_K_M pp4096, tg128 @ d4096" pass bash -o pipefail -c "'$S' bench -m '$work/$m-q4_k_m.gguf' -ngl 99 -p 4096 -n 128 -d 0,4096 -r 3 --out-json '$OUT/bench-$m-long.json' | tee -a '$OUT/bench.txt'"
+      check "batched-bench -ngl 99 $m Q4_K_M, 1/16/64 sequences" pass bash -o pipefail -c "'$S' batched-bench -m '$work/$m-q4_k_m.gguf' -ngl 99 -npp 128 -ntg 128 -npl 1,16,64 -r 2 --out-json '$OUT/batched-$m.json' | tee -a '$OUT/bench.txt'"
+    done
+    if [ $big = 1 ]; then
+      [ -f "$work/l8b-q8_0.gguf" ] ||
+        "$S" synth "${shape8b[@]}" --vocab "$VOCAB3" --type q8_0 -o "$work/l8b-q8_0.gguf" >>"$OUT/log.txt" 2>&1
+      check "bench -ngl 99 8B-shaped Q8_0" pass bash -o pipefail -c "'$S' bench -m '$work/l8b-q8_0.gguf' -ngl 99 -p 512 -n 128 -r 3 --out-json '$OUT/bench-8b-q8_0.json' | tee -a '$OUT/bench.txt'"
+    fi
   fi
 fi
 

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -324,6 +325,110 @@ TEST_F(CudaFused, AttentionDecodeEqualsRopeKvStoreAttentionQuantize) {
   AttnDecode bad;
   bad.n_head = 6, bad.n_head_kv = 2, bad.head_dim_k = bad.head_dim_v = 64, bad.max_cells = 16;
   EXPECT_THROW(attention_decode(bad, RopeParams{}, nullptr, KvLayout{}, st()), Error);
+}
+
+// attention_decode over a long context cut into splits (flash-decoding: each
+// split's max, exp-sum and unnormalized P·V, combined by the KV head's last
+// block) against the same kernel with one block per KV head (itself equal to
+// the unfused kernels bit for bit, above): the cache bit for bit, the output
+// within the one-block path's f16 rounding of the probabilities, the same
+// result on a second launch (the counters were reset), and with the token
+// early in a large cache (one split active) bit for bit. Negative control: a
+// cell of the first split changed must change the output.
+TEST_F(CudaFused, AttentionDecodeSplitsEqualOneBlock) {
+  struct Case {
+    int n_head, n_kv, hd;
+    GgmlType wo;
+  };
+  const Case cases[] = {{32, 8, 128, GgmlType::Q4_K}, {8, 2, 64, GgmlType::Q8_0}, {16, 2, 64, GgmlType::F32}};
+  const int cap = 3000;
+  for (const Case& cs : cases) {
+    for (const int p : {2600, 100}) {
+      const int64_t qd = cs.n_head * cs.hd, kd = cs.n_kv * cs.hd;
+      RopeParams rp;
+      rp.n_rot = cs.hd;
+      rp.freq_base = 10000.0f;
+      std::vector<int32_t> pos0, seq0;
+      for (int c = 0; c < p; ++c) pos0.push_back(c), seq0.push_back(0);
+      const auto k0 = randn(p * kd), v0 = randn(p * kd);
+      const size_t cells = sizeof(uint16_t) * cap * kd;
+      DevMem kc = poisoned(cells), vc = poisoned(cells), kc2 = poisoned(cells), vc2 = poisoned(cells);
+      const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
+      const KvLayout kv2{kc2.as<uint16_t>(), vc2.as<uint16_t>(), kd, kd, cap};
+      DevMem dk0 = up(k0), dv0 = up(v0), dp0 = up(pos0), ds0 = up(seq0);
+      kv_store(kv, dk0.as<float>(), kd, dv0.as<float>(), kd, p, dp0.as<int32_t>(), ds0.as<int32_t>(), st());
+      kv_store(kv2, dk0.as<float>(), kd, dv0.as<float>(), kd, p, dp0.as<int32_t>(), ds0.as<int32_t>(), st());
+      // sharper scores than unit normals give, so that a few cells dominate as in a trained model
+      auto q = randn(qd);
+      for (float& x : q) x *= 4.0f;
+      const auto k = randn(kd), v = randn(kd);
+      const std::vector<int32_t> pos = {p}, seq = {0};
+      DevMem dq = up(q), dk = up(k), dv = up(v), dp = up(pos), ds = up(seq);
+      const bool quant = cs.wo != GgmlType::F32;
+      const int blk = quant ? gemv_q_block(cs.wo) : 0;
+      const int max_split = 64;
+      const int n_split = attention_decode_splits(cs.n_kv, cap, max_split);
+      ASSERT_GT(n_split, 1);
+      DevMem ml = poisoned(sizeof(float) * 2 * cs.n_head * max_split);
+      DevMem so = poisoned(sizeof(float) * qd * max_split);
+      DevMem cnt = up(std::vector<uint32_t>(cs.n_kv, 0));
+      ASSERT_TRUE(attention_decode_fits(cs.n_head, cs.n_kv, cs.hd, cs.hd, cap, max_split));
+      ASSERT_TRUE(attention_decode_fits(cs.n_head, cs.n_kv, cs.hd, cs.hd, cap));
+
+      const auto run = [&](const KvLayout& cache, bool split, DevMem& out, DevMem& q8, DevMem& d8) {
+        AttnDecode ad;
+        ad.q = dq.as<float>(), ad.k = dk.as<float>(), ad.v = dv.as<float>();
+        ad.pos = dp.as<int32_t>(), ad.seq = ds.as<int32_t>();
+        ad.n_head = cs.n_head, ad.n_head_kv = cs.n_kv, ad.head_dim_k = ad.head_dim_v = cs.hd;
+        ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
+        ad.max_cells = cap;
+        ad.out = out.as<float>();
+        if (quant) ad.q8 = q8.as<int8_t>(), ad.d8 = d8.as<float>(), ad.q8_block = blk;
+        if (split) {
+          ad.split_ml = ml.as<float>(), ad.split_o = so.as<float>(), ad.split_count = cnt.as<unsigned>();
+          ad.max_split = max_split;
+        }
+        attention_decode(ad, rp, nullptr, cache, st());
+      };
+      DevMem out = poisoned(sizeof(float) * qd), out2 = poisoned(sizeof(float) * qd), ref = poisoned(sizeof(float) * qd);
+      DevMem q8 = poisoned(qd), d8 = poisoned(sizeof(float) * qd / 32);
+      DevMem q8r = poisoned(qd), d8r = poisoned(sizeof(float) * qd / 32);
+      run(kv, true, out, q8, d8);
+      run(kv2, false, ref, q8r, d8r);
+      const auto gk = down<uint16_t>(kc, cells / 2), wk = down<uint16_t>(kc2, cells / 2);
+      const auto gv = down<uint16_t>(vc, cells / 2), wv = down<uint16_t>(vc2, cells / 2);
+      for (int64_t i = 0; i < static_cast<int64_t>(p + 1) * kd; ++i) {
+        ASSERT_EQ(gk[i], wk[i]) << "k cache " << i;
+        ASSERT_EQ(gv[i], wv[i]) << "v cache " << i;
+      }
+      const auto got = down<float>(out, qd), want = down<float>(ref, qd);
+      float amax = 0;
+      for (float x : want) amax = std::max(amax, std::fabs(x));
+      const float tol = p > 256 ? 2e-3f * amax + 1e-6f : 0.0f;  // one active split: bit for bit
+      for (int64_t i = 0; i < qd; ++i) ASSERT_NEAR(got[i], want[i], tol) << "output " << i << " p " << p;
+      if (quant) {
+        const auto gq = down<int8_t>(q8, qd), wq = down<int8_t>(q8r, qd);
+        for (int64_t i = 0; i < qd; ++i) ASSERT_LE(std::abs(gq[i] - wq[i]), p > 256 ? 1 : 0) << "quant " << i;
+      }
+      // a second launch: the counters were left at zero, the result is the same bit for bit
+      run(kv, true, out2, q8, d8);
+      const auto again = down<float>(out2, qd);
+      for (int64_t i = 0; i < qd; ++i) ASSERT_EQ(again[i], got[i]) << "second launch " << i;
+      if (p > 256) {
+        // negative control: the first split's cells (0 .. 255) rewritten with other values in the split run's cache
+        const int n_first = 256;
+        std::vector<int32_t> pf(pos0.begin(), pos0.begin() + n_first), sf(n_first, 0);
+        const auto kf = randn(n_first * kd), vf = randn(n_first * kd);
+        DevMem dkf = up(kf), dvf = up(vf), dpf = up(pf), dsf = up(sf);
+        kv_store(kv, dkf.as<float>(), kd, dvf.as<float>(), kd, n_first, dpf.as<int32_t>(), dsf.as<int32_t>(), st());
+        run(kv, true, out2, q8, d8);
+        const auto changed = down<float>(out2, qd);
+        int far = 0;
+        for (int64_t i = 0; i < qd; ++i) far += std::fabs(changed[i] - want[i]) > tol;
+        EXPECT_GT(far, qd / 4) << "the first split's cells do not reach the output";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,15 +1,22 @@
 // Decode attention of one token fused with the steps around it: RoPE of its q
 // and k, the KV cache store, attention over the sequence's cells, and the
-// quantization of the output for the o-projection's integer GEMV. One block
-// per KV head: the group's G = n_head / n_head_kv query heads share every
-// cache row it reads, and no step needs another block's results (the cell it
-// stores is the only one of this KV head it adds).
+// quantization of the output for the o-projection's integer GEMV. Blocks are
+// (KV head, split): the group's G = n_head / n_head_kv query heads share every
+// cache row a block reads, and the context is cut into up to gridDim.y splits
+// of at least min_chunk cells (flash-decoding) so that a long context keeps
+// every SM busy. The block whose split holds the token's own cell stores it.
 //
-// Every value equals the unfused sequence (rope_kv_store, attention,
+// One split (every context up to min_chunk cells, or a launch with one split):
+// every value equals the unfused sequence (rope_kv_store, attention,
 // quantize_act) bit for bit: RoPE through the same rope_pair, scores with
 // attention_kernel's lane order and warp tree, each head's softmax sums over
-// 128 threads as attention_kernel's block does, P·V in its four cell classes
-// (cells c = m mod 4) summed in its order, and the quantizers of act_quant.cuh.
+// 128 threads as attention_kernel's block does, its probabilities rounded to
+// f16, P·V in its four cell classes (cells c = m mod 4) summed in its order,
+// and the quantizers of act_quant.cuh. Several splits: each writes its
+// heads' running max, exp-sum and unnormalized P·V (float probabilities); the
+// last block of a KV head to finish (an atomic count, reset for the next
+// launch) rescales and sums them, then quantizes.
+#include <algorithm>
 #include <string>
 
 #include "backend/cuda/act_quant.cuh"
@@ -27,11 +34,19 @@ constexpr int kThreads = 256;      // 8 warps
 constexpr int kMaxHeadDimV = 256;  // 4 pairs of 64 dims per lane, as attention_kernel
 constexpr int kMaxHeadDimK = 512;
 constexpr int kClasses = 4;  // attention_kernel's warps: P·V cell classes, softmax threads / 32
+// Cells per split for a context of n_cells over n_split splits, at least
+// min_chunk (a multiple of 64, so a split starts on the same P·V cell class
+// as cell 0).
+__host__ __device__ inline int chunk_cells(int n_cells, int n_split, int min_chunk) {
+  const int c = (n_cells + n_split - 1) / n_split;
+  const int r = (c + 63) / 64 * 64;
+  return r > min_chunk ? r : min_chunk;
+}
 
 struct Smem {
   int hdk, hdv, cells;
   __host__ __device__ int floats(int g) const {
-    return 2 * kClasses + g * hdk + hdk + g * cells + g * kClasses * hdv + g * hdv;
+    return 2 * kClasses + 2 + g * hdk + hdk + g * cells + g * kClasses * hdv + g * hdv;
   }
 };
 
@@ -40,12 +55,19 @@ __global__ void __launch_bounds__(kThreads)
     attn_decode_kernel(AttnDecode a, RopeConsts rc, const float* __restrict__ ff, KvLayout kv) {
   extern __shared__ float smem[];
   griddep_wait();
-  const int kvh = static_cast<int>(blockIdx.x);
+  const int kvh = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
+  const int n_split = static_cast<int>(gridDim.y);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const int hdk = a.head_dim_k, hdv = a.head_dim_v, cap = a.max_cells;
-  const int p = a.pos[0], n_cells = p + 1;
+  const int hdk = a.head_dim_k, hdv = a.head_dim_v, cap = chunk_cells(a.max_cells, n_split, a.min_chunk);
+  const int p = a.pos[0];
+  const int chunk = chunk_cells(p + 1, n_split, a.min_chunk), n_active = (p + chunk) / chunk;
+  if (split >= n_active) return;
+  const bool alone = n_active == 1;
+  const int cb = split * chunk;  // this block's cells: [cb, cb + n_cells)
+  const int n_cells = (p + 1 - cb) < chunk ? p + 1 - cb : chunk;
   float(*red)[kClasses] = reinterpret_cast<float(*)[kClasses]>(smem);  // [2][kClasses]: softmax reductions
-  float* q_s = smem + 2 * kClasses;                                    // kG * hdk
+  int& last_block = *reinterpret_cast<int*>(smem + 2 * kClasses);      // the split combiner's flag
+  float* q_s = smem + 2 * kClasses + 2;                                // kG * hdk (8-byte aligned)
   float* k_s = q_s + kG * hdk;                                         // hdk
   float* sc = k_s + hdk;                                               // kG * cap
   float* part = sc + kG * cap;                                         // kG * kClasses * hdv
@@ -64,14 +86,16 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const int64_t cell = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + p;
   for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = h2f(f2h(q_s[i]));
-  for (int i = tid; i < hdk; i += kThreads) kv.k[cell * kv.k_dim + static_cast<int64_t>(kvh) * hdk + i] = f2h(k_s[i]);
-  for (int i = tid; i < hdv; i += kThreads) {
-    kv.v[cell * kv.v_dim + static_cast<int64_t>(kvh) * hdv + i] = f2h(a.v[static_cast<int64_t>(kvh) * hdv + i]);
+  if (split == n_active - 1) {  // the split holding the token's cell stores it (no other block reads it)
+    for (int i = tid; i < hdk; i += kThreads) kv.k[cell * kv.k_dim + static_cast<int64_t>(kvh) * hdk + i] = f2h(k_s[i]);
+    for (int i = tid; i < hdv; i += kThreads) {
+      kv.v[cell * kv.v_dim + static_cast<int64_t>(kvh) * hdv + i] = f2h(a.v[static_cast<int64_t>(kvh) * hdv + i]);
+    }
   }
   __syncthreads();  // the stored cell is read back below (global writes are visible to the block after this)
 
   // scores: a warp per cell, two cells per step; lanes over dim pairs as attention_kernel
-  const int64_t base = static_cast<int64_t>(a.seq[0]) * kv.seq_cap;
+  const int64_t base = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + cb;
   const uint16_t* kbase = kv.k + base * kv.k_dim + static_cast<int64_t>(kvh) * hdk;
   for (int c0 = warp; c0 < n_cells; c0 += 16) {
     const int c1 = c0 + 8;
@@ -135,9 +159,15 @@ __global__ void __launch_bounds__(kThreads)
     sum = red[grp][0];
     for (int w = 1; w < kClasses; ++w) sum += red[grp][w];
     __syncthreads();
-    const float inv = 1.0f / sum;
-    if (on) {
-      for (int c = tl; c < n_cells; c += 128) s[c] = h2f(f2h(s[c] * inv));
+    if (alone) {
+      const float inv = 1.0f / sum;
+      if (on) {
+        for (int c = tl; c < n_cells; c += 128) s[c] = h2f(f2h(s[c] * inv));
+      }
+    } else if (on && tl == 0) {  // this split's max and exp-sum of head g
+      float* ml = a.split_ml + ((static_cast<int64_t>(kvh) * n_split + split) * kG + g) * 2;
+      ml[0] = mx;
+      ml[1] = sum;
     }
   }
   __syncthreads();
@@ -189,12 +219,53 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   float* out = a.out + static_cast<int64_t>(kvh) * kG * hdv;
+  float* so = alone ? nullptr : a.split_o + (static_cast<int64_t>(kvh) * n_split + split) * kG * hdv;
   for (int u = tid; u < kG * hdv; u += kThreads) {
     const int g = u / hdv, d = u % hdv;
     float s = 0;
     for (int w = 0; w < kClasses; ++w) s += part[(g * kClasses + w) * hdv + d];
-    o_s[u] = s;
-    out[u] = s;
+    if (alone) {
+      o_s[u] = s;
+      out[u] = s;
+    } else {
+      so[u] = s;
+    }
+  }
+  if (!alone) {
+    // the last block of this KV head to get here combines the splits
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      last_block = atomicAdd(a.split_count + kvh, 1u) == static_cast<unsigned>(n_active - 1);
+      if (last_block) a.split_count[kvh] = 0;  // for the next launch (every block of this one has counted)
+    }
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    float* wgt = sc;  // [kG][n_active]: each split's weight exp(m_s - M) / L
+    for (int g = warp; g < kG; g += kThreads / 32) {
+      const float* ml = a.split_ml + static_cast<int64_t>(kvh) * n_split * kG * 2;
+      float mx = -INFINITY;
+      for (int s2 = lane; s2 < n_active; s2 += 32) mx = fmaxf(mx, __ldcg(ml + (s2 * kG + g) * 2));
+      mx = warp_max(mx);
+      float l = 0;
+      for (int s2 = lane; s2 < n_active; s2 += 32) {
+        l += __ldcg(ml + (s2 * kG + g) * 2 + 1) * expf(__ldcg(ml + (s2 * kG + g) * 2) - mx);
+      }
+      l = warp_sum(l);
+      for (int s2 = lane; s2 < n_active; s2 += 32) {
+        wgt[g * n_active + s2] = expf(__ldcg(ml + (s2 * kG + g) * 2) - mx) / l;
+      }
+    }
+    __syncthreads();
+    const float* parts = a.split_o + static_cast<int64_t>(kvh) * n_split * kG * hdv;
+    for (int u = tid; u < kG * hdv; u += kThreads) {
+      const int g = u / hdv;
+      float s = 0;
+      for (int s2 = 0; s2 < n_active; ++s2) s += wgt[g * n_active + s2] * __ldcg(parts + s2 * kG * hdv + u);
+      o_s[u] = s;
+      out[u] = s;
+    }
   }
   if (a.q8_block == 0) return;
   __syncthreads();
@@ -227,33 +298,57 @@ int max_smem_optin() {
   return v;
 }
 
+int sm_count() {
+  static const int v = [] {
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      return 1;
+    }
+    return n;
+  }();
+  return v;
+}
+
 template <int kG>
-void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem,
+void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem, int n_split,
             cudaStream_t st) {
   static const bool opted = [] {
     return cudaFuncSetAttribute(attn_decode_kernel<kG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 max_smem_optin()) == cudaSuccess;
   }();
   if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
-  check(pdl_launch(attn_decode_kernel<kG>, dim3(static_cast<unsigned>(a.n_head_kv)), dim3(kThreads), smem, st, a, rc,
-                   ff, kv),
+  check(pdl_launch(attn_decode_kernel<kG>, dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split)),
+                   dim3(kThreads), smem, st, a, rc, ff, kv),
         "attention_decode");
 }
 
 }  // namespace
 
-bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells) {
+int attention_decode_splits(int n_head_kv, int max_cells, int max_split, int min_chunk) {
+  if (n_head_kv <= 0 || max_cells <= 0 || min_chunk <= 0) return 1;
+  const int fill = (2 * sm_count() + n_head_kv - 1) / n_head_kv;  // about two blocks per SM
+  const int by_len = (max_cells + min_chunk - 1) / min_chunk;
+  return std::max(1, std::min({max_split, fill, by_len}));
+}
+
+bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells, int max_split,
+                           int min_chunk) {
   if (n_head_kv <= 0 || n_head % n_head_kv != 0) return false;
   const int g = n_head / n_head_kv;
   if (g != 1 && g != 2 && g != 4 && g != 8) return false;
   if (head_dim_k > kMaxHeadDimK || head_dim_v > kMaxHeadDimV || head_dim_k % 2 || head_dim_v % 2) return false;
-  const Smem sm{head_dim_k, head_dim_v, max_cells};
+  if (min_chunk < 64 || min_chunk % 64 != 0) return false;
+  const int n_split = attention_decode_splits(n_head_kv, max_cells, max_split, min_chunk);
+  const Smem sm{head_dim_k, head_dim_v, chunk_cells(max_cells, n_split, min_chunk)};
   return sizeof(float) * static_cast<size_t>(sm.floats(g)) <= static_cast<size_t>(max_smem_optin());
 }
 
 void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
                       cudaStream_t st) {
-  if (!attention_decode_fits(a.n_head, a.n_head_kv, a.head_dim_k, a.head_dim_v, a.max_cells)) {
+  const bool can_split = a.split_ml != nullptr && a.split_o != nullptr && a.split_count != nullptr;
+  const int max_split = can_split ? a.max_split : 1;
+  if (!attention_decode_fits(a.n_head, a.n_head_kv, a.head_dim_k, a.head_dim_v, a.max_cells, max_split, a.min_chunk)) {
     throw Error("attention_decode: this head layout or context does not fit the fused decode kernel");
   }
   if (kv.k_dim != static_cast<int64_t>(a.n_head_kv) * a.head_dim_k ||
@@ -266,19 +361,23 @@ void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* fr
     throw Error("attention_decode: a head group's outputs are not whole quantization blocks");
   }
   const RopeConsts rc = make_rope_consts(rp, a.head_dim_k);
-  const size_t smem = sizeof(float) * static_cast<size_t>(Smem{a.head_dim_k, a.head_dim_v, a.max_cells}.floats(g));
+  const int n_split = attention_decode_splits(a.n_head_kv, a.max_cells, max_split, a.min_chunk);
+  const int cells = chunk_cells(a.max_cells, n_split,
+                                a.min_chunk);  // the score rows of one block (the combiner keeps its weights there)
+  if (n_split > cells) throw Error("attention_decode: more splits than score cells");
+  const size_t smem = sizeof(float) * static_cast<size_t>(Smem{a.head_dim_k, a.head_dim_v, cells}.floats(g));
   switch (g) {
     case 1:
-      launch<1>(a, rc, freq_factors, kv, smem, st);
+      launch<1>(a, rc, freq_factors, kv, smem, n_split, st);
       break;
     case 2:
-      launch<2>(a, rc, freq_factors, kv, smem, st);
+      launch<2>(a, rc, freq_factors, kv, smem, n_split, st);
       break;
     case 4:
-      launch<4>(a, rc, freq_factors, kv, smem, st);
+      launch<4>(a, rc, freq_factors, kv, smem, n_split, st);
       break;
     default:
-      launch<8>(a, rc, freq_factors, kv, smem, st);
+      launch<8>(a, rc, freq_factors, kv, smem, n_split, st);
       break;
   }
   check_launch("attention_decode");

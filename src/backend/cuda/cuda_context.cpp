@@ -129,6 +129,10 @@ struct CudaContext::Impl {
   DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
   DevMem kcache, vcache;
   int64_t seq_cap = 0;
+  static constexpr int kMaxDecodeSplit = 64;
+  DevMem split_ml, split_o, split_count;
+  int max_split = 1, min_chunk = kDecodeMinChunk;
+  bool split_off = false;
   int64_t wide = 0;
 
   // The one-token forward (decode of one sequence, its logits) as a CUDA
@@ -291,6 +295,22 @@ struct CudaContext::Impl {
     const size_t cells = static_cast<size_t>(hp.n_layer) * opts.n_seq_max * seq_cap;
     kcache = DevMem(sizeof(uint16_t) * cells * hp.k_dim(), "the K cache");
     vcache = DevMem(sizeof(uint16_t) * cells * hp.v_dim(), "the V cache");
+    // the one-token attention's split context (attention_decode)
+    // STRIX_CUDA_DECODE_SPLIT: 0 turns the split off, N > 1 sets the fewest cells per split (A/B runs)
+    if (const char* e = std::getenv("STRIX_CUDA_DECODE_SPLIT")) {
+      const int v = std::atoi(e);
+      if (v == 0) split_off = true;
+      if (v >= 64 && v % 64 == 0) min_chunk = v;
+    }
+    max_split = split_off ? 1
+                          : attention_decode_splits(static_cast<int>(hp.n_head_kv), static_cast<int>(seq_cap),
+                                                    kMaxDecodeSplit, min_chunk);
+    if (max_split > 1) {
+      split_ml = DevMem(sizeof(float) * 2 * hp.n_head * max_split, "the split attention's partial sums");
+      split_o = DevMem(sizeof(float) * hp.n_head * max_split * hp.head_dim_v, "the split attention's partial outputs");
+      split_count = DevMem(sizeof(unsigned) * hp.n_head_kv, "the split attention's counters");
+      check(cudaMemset(split_count.as<void>(), 0, split_count.bytes()), "zeroing the split attention's counters");
+    }
   }
 
   cudaStream_t st() const { return dev.stream(); }
@@ -458,7 +478,8 @@ struct CudaContext::Impl {
     // run 9: 1B tg128 982 vs 928 t/s with the three kernels)
     if (n == 1 && !L.q_norm &&
         attention_decode_fits(static_cast<int>(hp.n_head), static_cast<int>(hp.n_head_kv),
-                              static_cast<int>(hp.head_dim_k), static_cast<int>(hp.head_dim_v), max_cells)) {
+                              static_cast<int>(hp.head_dim_k), static_cast<int>(hp.head_dim_v), max_cells, max_split,
+                              min_chunk)) {
       const int64_t att_w = hp.n_head * hp.head_dim_v;
       const int64_t group = hp.n_head / hp.n_head_kv * hp.head_dim_v;
       AttnDecode ad;
@@ -469,6 +490,11 @@ struct CudaContext::Impl {
       ad.kq_scale = hp.kq_scale;
       ad.max_cells = max_cells;
       ad.out = F(att);
+      ad.min_chunk = min_chunk;
+      if (max_split > 1) {
+        ad.split_ml = F(split_ml), ad.split_o = F(split_o), ad.split_count = split_count.as<unsigned>();
+        ad.max_split = max_split;
+      }
       const bool quant = L.wo.ne0 == att_w && integer_gemv(L.wo.type, 1, att_w) && group % gemv_q_block(L.wo.type) == 0;
       if (quant) ad.q8 = xq.as<int8_t>(), ad.d8 = F(xqd), ad.q8_block = gemv_q_block(L.wo.type);
       attention_decode(ad, hp.rope, rope_freqs, kv, st());
