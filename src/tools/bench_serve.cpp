@@ -256,6 +256,14 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
     const auto& v = m.tk->vocab();
     m.bos = v.bos != tok::kNoToken ? v.bos : -1;
   }
+  {
+    // warmup, as strix bench does: one short untimed run of each side (the first pass over freshly
+    // loaded weights is slower)
+    BenchServeOptions w = o;
+    w.n_gen = 8;
+    strix_decode(m, w, 1, o.seed ^ 0x5741524dull);
+    if (o.compare) ref_decode(m, w, 1, o.seed ^ 0x5741524dull);
+  }
   json rows = json::array();
   for (int n : o.streams) {
     std::vector<double> ours, theirs;

@@ -24,7 +24,8 @@
 //                 suffix (what llama-server's cache_prompt does for one slot).
 //                 The bar: the second request >= 2x faster than the first,
 //                 >= 90% of its prompt cached.
-// Each measurement is repeated `reps` times (mean reported, samples kept).
+// One short untimed run of each side first (warmup). Each measurement is
+// repeated `reps` times (mean reported, samples kept).
 #pragma once
 
 #include <nlohmann/json.hpp>
