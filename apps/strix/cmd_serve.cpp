@@ -18,6 +18,7 @@
 #include "cli/chat_history.h"
 #include "core/error.h"
 #include "core/mmap.h"
+#include "download/hf.h"
 #include "models/model.h"
 #include "runtime/context.h"
 #include "sampling/think_budget.h"
@@ -39,6 +40,11 @@ void usage(FILE* out) {
       "An OpenAI-compatible HTTP server, as llama-server.\n"
       "\n"
       "  -m,  --model FILE            the GGUF model\n"
+      "  -hf, --hf-repo USER/REPO[:QUANT]  a model from the Hugging Face hub, downloaded into its cache\n"
+      "                               (as strix download; default quant tag: the repo's 'latest')\n"
+      "  -hff, --hf-file FILE         the file of the -hf repo (overrides the quant tag)\n"
+      "  -hft, --hf-token TOKEN       the hub access token (default: $HF_TOKEN)\n"
+      "  -cb, --cont-batching         accepted: batching is always continuous\n"
       "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
       "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
       "  -b,  --batch-size N          most tokens per engine step (default: 2048)\n"
@@ -136,6 +142,7 @@ int cmd_serve(int argc, char** argv) {
   bool metrics = false, slots = true, props = false;
   int mmap_mode = -1;  // --mmap 1, --no-mmap 0, -1: WeightMemory::kAuto
   std::string ngl = "auto";
+  std::string hf_repo, hf_file, hf_token;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -147,6 +154,16 @@ int cmd_serve(int argc, char** argv) {
       return 0;
     } else if (a == "-m" || a == "--model") {
       model_path = value();
+    } else if (a == "-hf" || a == "-hfr" || a == "--hf-repo") {
+      hf_repo = value();
+    } else if (a == "-hff" || a == "--hf-file") {
+      hf_file = value();
+    } else if (a == "-hft" || a == "--hf-token") {
+      hf_token = value();
+    } else if (a == "-cb" || a == "--cont-batching") {
+      // llama-server's default; the engine always batches continuously
+    } else if (a == "-nocb" || a == "--no-cont-batching") {
+      throw Refusal("serve: " + a + " is not implemented (the engine always batches continuously)");
     } else if (a == "-c" || a == "--ctx-size") {
       n_ctx = to_int(a, value(), 1, 1 << 24);
     } else if (a == "-np" || a == "--parallel") {
@@ -232,7 +249,10 @@ int cmd_serve(int argc, char** argv) {
       throw Error("serve: unknown flag '" + a + "' (run `strix serve -h` for the list)");
     }
   }
-  if (model_path.empty()) throw Error("serve: -m FILE is required");
+  if (model_path.empty() && !hf_repo.empty()) {
+    model_path = download::resolve_model(download::parse_hf_arg(hf_repo, hf_file, hf_token));
+  }
+  if (model_path.empty()) throw Error("serve: -m FILE (or -hf USER/REPO) is required");
   // -ngl: as llama-server, ignored with a warning when no GPU is usable; the
   // engine (paged KV cache, continuous batching) runs on the CPU only so far.
   std::string no_gpu;

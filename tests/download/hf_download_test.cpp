@@ -318,5 +318,30 @@ TEST_F(HfDownload, CommandPrintsThePath) {
   EXPECT_NE(help.find("mmproj"), std::string::npos);
 }
 
+// strix serve takes llama-server's -hf / -hff / -hft: the model is resolved
+// and downloaded as `strix download` does before the server loads it (these
+// hub files are not GGUFs, so loading then fails naming the downloaded file).
+// Negative control: without -m or -hf nothing is fetched and the error says
+// what is missing.
+TEST_F(HfDownload, ServeResolvesHfBeforeLoading) {
+  const std::string bin = STRIX_BINARY_PATH;
+  int status = -1;
+  const std::string err = testing::run_capture(
+      bin + " serve -cb -hf org/models -hff tinyllamas/stories.gguf --port 0 2>&1 >/dev/null", &status);
+  EXPECT_EQ(status, 1) << err;
+  const std::string path = repo_dir("org/models") + "/snapshots/" + kCommit + "/tinyllamas/stories.gguf";
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  expect_layout_ok({{"org/models", "tinyllamas/stories.gguf"}});
+
+  hub_->clear();
+  const std::string none = testing::run_capture(bin + " serve --port 0 2>&1 >/dev/null", &status);
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(none.find("-hf USER/REPO"), std::string::npos) << none;
+  EXPECT_EQ(log().size(), 0u);
+  const std::string nocb = testing::run_capture(bin + " serve -nocb -m x.gguf 2>&1 >/dev/null", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(nocb.find("-nocb"), std::string::npos) << nocb;
+}
+
 }  // namespace
 }  // namespace strix::download
