@@ -177,9 +177,10 @@ TEST(CpuLegacyOrder, gemm_equals_libllama_per_output) {
   const int shapes[] = {1, 2, 3, 4, 5, 7, 11};
   for (const Level& l : ls) {
     const CpuKernels& k = cpu_kernels_for(l.isa);
+    // Q8_0: one 8-lane FMA chain per output (vec_dot and tinyBLAS_Q0 alike).
     // Q3_K: vec_dot for every output at both levels; Q2_K too at the AVX2
     // level (the zen4 build repacks it, which a plain graph does not show).
-    std::vector<GgmlType> types = {GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q3_K};
+    std::vector<GgmlType> types = {GgmlType::Q8_0, GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q3_K};
     if (l.isa == CpuIsa::kAvx2) types.push_back(GgmlType::Q2_K);
     for (GgmlType wt : types) {
       const bool k_quant = wt == GgmlType::Q2_K || wt == GgmlType::Q3_K;
