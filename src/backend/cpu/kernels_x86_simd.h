@@ -246,61 +246,12 @@ inline void q8_0_tile(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, siz
   }
 }
 
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-// q8_0_tile<4, 4> with fewer instructions per block and the same arithmetic:
-// x + 128 as unsigned bytes makes each (row, column) product one dpbusd
-// started from -128 * the column's four-byte sums of y, which gives exactly
-// the int32 lanes of dot_s8s8; the scale products dx * dy are the same float
-// multiplications, done four at a time. Each output keeps its own 8-lane FMA
-// chain over the blocks, so every result equals q8_0_tile's bit for bit.
-inline void q8_0_tile_4x4_vnni(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, float* s,
-                               size_t bs) {
-  __m256 acc[4][4];
-  for (int r = 0; r < 4; ++r) {
-    for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_ps();
-  }
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int ib = 0; ib < nb; ++ib) {
-    __m256i xu[4], yq[4], start[4];
-    float dx[4], dy[4];
-    for (int r = 0; r < 4; ++r) {
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(X + r * bx)[ib];
-      xu[r] = _mm256_xor_si256(load256(xb.qs), flip);
-      dx[r] = fp16_scalar(xb.d);
-    }
-    for (int c = 0; c < 4; ++c) {
-      const BlockQ8_0& yb = reinterpret_cast<const BlockQ8_0*>(Y + c * by)[ib];
-      yq[c] = load256(yb.qs);
-      dy[c] = fp16_scalar(yb.d);
-      start[c] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), flip, yq[c]));
-    }
-    alignas(16) float dxy[4][4];
-    const __m128 vdy = _mm_setr_ps(dy[0], dy[1], dy[2], dy[3]);
-    for (int r = 0; r < 4; ++r) _mm_store_ps(dxy[r], _mm_mul_ps(_mm_set1_ps(dx[r]), vdy));
-    for (int r = 0; r < 4; ++r) {
-      for (int c = 0; c < 4; ++c) {
-        const __m256 q = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(start[c], xu[r], yq[c]));
-        acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dxy[r][c]), q, acc[r][c]);
-      }
-    }
-  }
-  for (int r = 0; r < 4; ++r) {
-    for (int c = 0; c < 4; ++c) s[c * bs + r] = hsum_f32x8(acc[r][c]);
-  }
-}
-#endif
-
 template <int RM>
 inline void q8_0_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s, size_t bs) {
   int c = 0;
 #if defined(__AVX512VL__)
   // 32 vector registers: 4 columns x 4 rows of accumulators fit, and each
   // loaded block is reused 4 times (same per-output order as every tile here)
-#if defined(__AVX512VNNI__)
-  if constexpr (RM == 4) {
-    for (; c + 4 <= nc; c += 4) q8_0_tile_4x4_vnni(nb, X, bx, Y + c * by, by, s + c * bs, bs);
-  }
-#endif
   for (; c + 4 <= nc; c += 4) q8_0_tile<RM, 4>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
 #endif
   for (; c + 2 <= nc; c += 2) q8_0_tile<RM, 2>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
