@@ -4,7 +4,6 @@
 // methodology), with --compare also for the pinned libllama in-process.
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,27 +40,10 @@ void usage(FILE* out) {
                "Not implemented: -pps (a prompt shared by the sequences), -kvu, --output-format.\n");
 }
 
-int to_int(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || x < 0) {
-    throw Error("batched-bench: " + flag + " needs a count >= 0, got '" + v + "'");
-  }
-  return x;
-}
+int to_int(const std::string& flag, const std::string& v) { return count_arg("batched-bench", flag, v); }
 
 std::vector<int> to_ints(const std::string& flag, const std::string& v) {
-  std::vector<int> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(to_int(flag, item));
-  if (out.empty()) throw Error("batched-bench: " + flag + " needs at least one value");
-  return out;
+  return count_list_arg("batched-bench", flag, v);
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // (src/tools/bench_serve.h has the methodology); prints the JSON receipt.
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,18 +39,7 @@ void usage(FILE* out) {
                "  --out-json PATH       also write the receipt to PATH\n");
 }
 
-int to_int(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  int x = 0;
-  try {
-    x = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || x < 0)
-    throw Error("bench-serve: " + flag + " needs a count >= 0, got '" + v + "'");
-  return x;
-}
+int to_int(const std::string& flag, const std::string& v) { return count_arg("bench-serve", flag, v); }
 
 }  // namespace
 
@@ -71,11 +59,7 @@ int cmd_bench_serve(int argc, char** argv) {
     } else if (a == "-m" || a == "--model") {
       o.model = value();
     } else if (a == "-c" || a == "--streams") {
-      o.streams.clear();
-      std::stringstream ss(value());
-      std::string item;
-      while (std::getline(ss, item, ',')) o.streams.push_back(to_int(a, item));
-      if (o.streams.empty()) throw Error("bench-serve: " + a + " needs at least one count");
+      o.streams = count_list_arg("bench-serve", a, value());
     } else if (a == "-p" || a == "--n-prompt") {
       o.n_prompt = to_int(a, value());
     } else if (a == "-n" || a == "--n-gen") {

@@ -2,6 +2,9 @@
 // reports errors by throwing strix::Error (printed by main as "error: ...", exit 1).
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace strix::app {
 
 int cmd_inspect(int argc, char** argv);  // cmd_inspect.cpp
@@ -19,5 +22,10 @@ int cmd_serve(int argc, char** argv);           // cmd_serve.cpp (also `strix-se
 
 // "0.1.0" (main.cpp)
 const char* strix_version();
+
+// A flag's value as a count >= 0, and a comma-separated list of them; an Error
+// "TOOL: FLAG needs a count >= 0, got 'V'" otherwise (main.cpp).
+int count_arg(const std::string& tool, const std::string& flag, const std::string& v);
+std::vector<int> count_list_arg(const std::string& tool, const std::string& flag, const std::string& v);
 
 }  // namespace strix::app

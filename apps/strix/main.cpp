@@ -2,7 +2,9 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "apps/strix/commands.h"
 #include "core/cpu_features.h"
@@ -44,6 +46,31 @@ void usage(FILE* out) {
 }  // namespace
 
 const char* strix::app::strix_version() { return "0.1.0"; }
+
+int strix::app::count_arg(const std::string& tool, const std::string& flag, const std::string& v) {
+  size_t used = 0;
+  int x = 0;
+  try {
+    x = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v.empty() || x < 0) {
+    throw strix::Error(tool + ": " + flag + " needs a count >= 0, got '" + v + "'");
+  }
+  return x;
+}
+
+std::vector<int> strix::app::count_list_arg(const std::string& tool, const std::string& flag, const std::string& v) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= v.size()) {
+    const size_t end = std::min(v.find(',', at), v.size());
+    out.push_back(count_arg(tool, flag, v.substr(at, end - at)));
+    at = end + 1;
+  }
+  return out;
+}
 
 int print_version(int, char**) {
   std::printf("strix %s (built %s %s, %s)\n", strix::app::strix_version(), __DATE__, __TIME__, __VERSION__);

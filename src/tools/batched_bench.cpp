@@ -28,17 +28,7 @@ uint64_t now_ns() {
           .count());
 }
 
-// splitmix64 token ids: both sides decode the same tokens.
-struct Rng {
-  uint64_t state;
-  int32_t next(int64_t n_vocab) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<int32_t>(z % static_cast<uint64_t>(n_vocab));
-  }
-};
+using Rng = BenchTokenRng;  // both sides decode the same tokens
 
 class Side {
  public:

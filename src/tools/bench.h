@@ -77,6 +77,19 @@ struct BenchResult {
   std::vector<double> to_ts(const std::vector<uint64_t>& ns) const;
 };
 
+// The benchmarks' pseudo-random token ids (splitmix64): both sides of a
+// comparison decode the same tokens.
+struct BenchTokenRng {
+  uint64_t state;
+  int32_t next(int64_t n_vocab) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return static_cast<int32_t>(z % static_cast<uint64_t>(n_vocab));
+  }
+};
+
 // Mean and sample standard deviation (Bessel-corrected; 0 for one sample).
 double bench_mean(const std::vector<double>& v);
 double bench_stdev(const std::vector<double>& v);

@@ -41,13 +41,7 @@ class MessagePartsTest : public server_test::ModelServerSuite<MessagePartsTest> 
 
  protected:
   static void SetUpTestSuite() {
-    if (!fs::exists(vocab_dir())) return;
-    model_ = (fs::temp_directory_path() / ("strix_parts_qwen3_" + std::to_string(getpid()) + ".gguf")).string();
-    const server_test::Result r = server_test::run(
-        server_test::strix_binary(), {"synth", "--arch", "qwen3", "--vocab", vocab_dir(), "-o", model_, "--embd", "64",
-                                      "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff", "128"});
-    log_ = r.err + r.out;
-    if (r.code != 0) return;
+    if (!synth_tiny("qwen3", "parts_qwen3")) return;
     start({"-t", "1", "-np", "1", "-c", "2048"});
   }
 

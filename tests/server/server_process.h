@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -76,6 +77,19 @@ class Server {
 template <class Suite>
 class ModelServerSuite : public ::testing::Test {
  protected:
+  // A tiny synthetic model of `arch` (64 wide, 2 heads, 1 KV head of 32,
+  // FFN 128) with Suite::vocab_dir()'s vocabulary and template, written to
+  // model_; false (log_ says why) when the vocabulary or synth is missing.
+  static bool synth_tiny(const std::string& arch, const std::string& name) {
+    if (!std::filesystem::exists(Suite::vocab_dir())) return false;
+    model_ = (std::filesystem::temp_directory_path() / ("strix_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
+                 .string();
+    const Result r = run(strix_binary(), {"synth", "--arch", arch, "--vocab", Suite::vocab_dir(), "-o", model_,
+                                          "--embd", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff",
+                                          "128"});
+    log_ = r.err + r.out;
+    return r.code == 0;
+  }
   static void start(std::vector<std::string> args) {
     args.insert(args.begin(), {"-m", model_});
     server_ = new Server(args);
