@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -45,6 +46,7 @@ void usage(FILE* out) {
       "  -hff, --hf-file FILE         the file of the -hf repo (overrides the quant tag)\n"
       "  -hft, --hf-token TOKEN       the hub access token (default: $HF_TOKEN)\n"
       "  -cb, --cont-batching         accepted: batching is always continuous\n"
+      "       --path DIR              serve the files under DIR to GET requests (no API key needed)\n"
       "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
       "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
       "  -b,  --batch-size N          most tokens per engine step (default: 2048)\n"
@@ -81,7 +83,6 @@ void usage(FILE* out) {
       "       --props                 allow POST /props (no property is writable yet: every field is\n"
       "                               refused by name)\n"
       "       --no-webui              accepted: Strix has no web UI yet, so there is nothing to disable\n"
-      "       --path DIR              refused: static file serving is not implemented\n"
       "       --cache-reuse N         refused for N > 0: KV shifting to reuse cache chunks is not\n"
       "                               implemented (prefix caching is automatic: cache_prompt)\n"
       "       --ctx-checkpoints N     refused for N > 0: context checkpoints are not implemented\n"
@@ -142,7 +143,7 @@ int cmd_serve(int argc, char** argv) {
   bool metrics = false, slots = true, props = false;
   int mmap_mode = -1;  // --mmap 1, --no-mmap 0, -1: WeightMemory::kAuto
   std::string ngl = "auto";
-  std::string hf_repo, hf_file, hf_token;
+  std::string hf_repo, hf_file, hf_token, static_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -209,8 +210,8 @@ int cmd_serve(int argc, char** argv) {
     } else if (a == "--no-webui") {
       // Strix has no web UI to disable.
     } else if (a == "--path") {
-      value();
-      throw Refusal("serve: --path is not implemented (strix serve does not serve static files)");
+      static_dir = value();
+      if (!std::filesystem::is_directory(static_dir)) throw Error("serve: --path " + static_dir + ": not a directory");
     } else if (a == "--cache-reuse") {
       if (to_int(a, value(), 0, 1 << 30) > 0) {
         throw Refusal(
@@ -295,7 +296,8 @@ int cmd_serve(int argc, char** argv) {
                          .metrics = metrics,
                          .slots = slots,
                          .props_write = props,
-                         .model_path = model_path});
+                         .model_path = model_path,
+                         .static_dir = static_dir});
   server::HttpServer http(
       {.host = host, .port = static_cast<int>(port), .body_limit = static_cast<uint64_t>(body_limit)},
       [&routes](const server::HttpRequest& r) { return routes.handle(r); });

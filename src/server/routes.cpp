@@ -1,7 +1,12 @@
 #include "server/routes.h"
 
+#include <algorithm>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
@@ -69,6 +74,12 @@ HttpReply Routes::route(const HttpRequest& req) {
     if (!get) throw ApiError(405, "use GET for " + p);
     return health();
   }
+  // --path: static files, public as /health is (a web page loads before it can send a key);
+  // the API's own GET routes come first
+  const bool api_get = p == "/v1/models" || p == "/models" || p == "/props" || p == "/slots" || p == "/metrics";
+  if (get && !api_get && !cfg_.static_dir.empty()) {
+    if (std::optional<HttpReply> f = static_file(p)) return *f;
+  }
   if (!cfg_.api_keys.empty()) {
     bool ok = false;
     for (const std::string& k : cfg_.api_keys) ok = ok || req.authorization == "Bearer " + k || req.x_api_key == k;
@@ -116,6 +127,54 @@ HttpReply Routes::route(const HttpRequest& req) {
     return (this->*r.fn)(req.body);
   }
   throw ApiError(404, "no route " + req.method + " " + p, {}, "not_found_error");
+}
+
+std::optional<HttpReply> Routes::static_file(const std::string& path) const {
+  namespace fs = std::filesystem;
+  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos || path.find('\\') != std::string::npos) {
+    return std::nullopt;
+  }
+  std::string rel = path.substr(1);
+  if (rel.empty() || rel.back() == '/') rel += "index.html";
+  for (size_t at = 0; at <= rel.size();) {  // no "." or ".." segment, no empty one
+    const size_t end = std::min(rel.find('/', at), rel.size());
+    const std::string seg = rel.substr(at, end - at);
+    if (seg.empty() || seg == "." || seg == "..") return std::nullopt;
+    at = end + 1;
+  }
+  std::error_code ec;
+  const fs::path root = fs::canonical(cfg_.static_dir, ec);
+  if (ec) return std::nullopt;
+  const fs::path file = fs::canonical(root / rel, ec);
+  if (ec || !fs::is_regular_file(file, ec)) return std::nullopt;
+  const std::string r = root.string() + "/", f = file.string();
+  if (f.compare(0, r.size(), r) != 0) return std::nullopt;  // a symlink out of the directory
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  HttpReply rep;
+  rep.body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  static const std::pair<const char*, const char*> kTypes[] = {{".html", "text/html; charset=utf-8"},
+                                                               {".htm", "text/html; charset=utf-8"},
+                                                               {".js", "text/javascript; charset=utf-8"},
+                                                               {".mjs", "text/javascript; charset=utf-8"},
+                                                               {".css", "text/css; charset=utf-8"},
+                                                               {".json", "application/json; charset=utf-8"},
+                                                               {".svg", "image/svg+xml"},
+                                                               {".png", "image/png"},
+                                                               {".jpg", "image/jpeg"},
+                                                               {".jpeg", "image/jpeg"},
+                                                               {".gif", "image/gif"},
+                                                               {".ico", "image/x-icon"},
+                                                               {".webp", "image/webp"},
+                                                               {".wasm", "application/wasm"},
+                                                               {".txt", "text/plain; charset=utf-8"},
+                                                               {".woff2", "font/woff2"}};
+  rep.content_type = "application/octet-stream";
+  const std::string ext = file.extension().string();
+  for (const auto& [e, t] : kTypes) {
+    if (ext == e) rep.content_type = t;
+  }
+  return rep;
 }
 
 HttpReply Routes::health() {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct RouteConfig {
   bool slots = true;                      // GET /slots
   bool props_write = false;               // POST /props
   std::string model_path;
+  std::string static_dir;  // --path: GET requests for files under it are answered with them
 };
 
 class Routes {
@@ -48,6 +50,9 @@ class Routes {
  private:
   HttpReply route(const HttpRequest& req);
   HttpReply health();
+  // A file under static_dir for a GET of `path` ("/" and ".../" mean index.html),
+  // or nothing: no such regular file inside the directory (".." never leaves it).
+  std::optional<HttpReply> static_file(const std::string& path) const;
   HttpReply models() const;
   HttpReply props(const HttpRequest& req);
   HttpReply slots();
