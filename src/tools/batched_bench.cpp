@@ -11,7 +11,6 @@
 #include "backend/cuda/cuda_context.h"
 #include "core/error.h"
 #include "core/mmap.h"
-#include "kv/kv_cache.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -190,7 +189,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
 
   // the tests, in llama-batched-bench's order (pp, then tg, then pl), that fit in -c
   std::vector<BatchedBenchRow> tests;
-  int64_t kv_total = 0, kv_seq = 0;
+  int64_t kv_cells = 0, kv_seq = 0;
   int pl_max = 1;
   for (int pp : o.n_pp) {
     for (int tg : o.n_tg) {
@@ -198,7 +197,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
         const int64_t n_kv = static_cast<int64_t>(pl) * (pp + tg);
         if (o.n_kv_max > 0 && n_kv > o.n_kv_max) continue;  // as llama-batched-bench: skipped
         tests.push_back({.pp = pp, .tg = tg, .pl = pl, .n_kv = n_kv});
-        kv_total = std::max(kv_total, n_kv);
+        kv_cells = std::max(kv_cells, bench_cache_cells(pl, pp + tg));
         kv_seq = std::max<int64_t>(kv_seq, pp + tg);
         pl_max = std::max(pl_max, pl);
       }
@@ -229,8 +228,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
     co.n_ctx = kv_seq;  // cells per sequence
     strix_side = std::make_unique<StrixSide<cuda::CudaContext>>(*model, co);
   } else {
-    // one paged cache shared by the sequences; each sequence's last block may be partly used
-    co.n_ctx = kv_total + static_cast<int64_t>(pl_max) * KvCache::Options{}.block_size;
+    co.n_ctx = kv_cells;  // one paged cache shared by the sequences
     strix_side = std::make_unique<StrixSide<Context>>(*model, co);
   }
   std::unique_ptr<ref::LlamaModel> rmodel;

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/source_dir.h"
 #include "gguf/reader.h"
+#include "kv/kv_cache.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -34,6 +35,11 @@ namespace strix {
 
 // ---------------------------------------------------------------------------
 // Statistics and names
+
+int64_t bench_cache_cells(int64_t n_seq, int64_t tokens) {
+  const int64_t bs = KvCache::Options{}.block_size;
+  return n_seq * ((tokens + bs - 1) / bs) * bs;
+}
 
 double bench_mean(const std::vector<double>& v) {
   if (v.empty()) return 0;

@@ -90,6 +90,11 @@ struct BenchTokenRng {
   }
 };
 
+// The cache size (n_ctx) of a Strix context that holds n_seq sequences of up
+// to `tokens` cells each: the paged cache gives every sequence whole blocks,
+// so a size counted in tokens alone runs out of blocks first.
+int64_t bench_cache_cells(int64_t n_seq, int64_t tokens);
+
 // Mean and sample standard deviation (Bessel-corrected; 0 for one sample).
 double bench_mean(const std::vector<double>& v);
 double bench_stdev(const std::vector<double>& v);

@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "core/mmap.h"
-#include "kv/kv_cache.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -106,9 +105,8 @@ void drain(const std::vector<std::shared_ptr<server::GenStream>>& streams, std::
 // Strix: aggregate decode t/s of n streams through the Engine.
 double strix_decode(const Loaded& m, const BenchServeOptions& o, int n, uint64_t seed) {
   // room for every stream in whole cache blocks: no stream is ever preempted
-  const int64_t bs = KvCache::Options{}.block_size;
-  const int64_t per = (o.n_prompt + o.n_gen + 1 + bs - 1) / bs * bs;
-  Context ctx(*m.model, {.n_ctx = per * n + bs, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n});
+  const int64_t cells = bench_cache_cells(n, o.n_prompt + o.n_gen + 1);
+  Context ctx(*m.model, {.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n});
   server::Engine engine(ctx, *m.tk, {.n_parallel = n, .n_batch = std::max(o.n_batch, n)});
   std::vector<std::shared_ptr<server::GenStream>> streams;
   for (int i = 0; i < n; ++i) {
@@ -182,8 +180,8 @@ struct Ttft {
 
 // Strix: TTFT of two requests sharing a system prompt, one after the other.
 Ttft strix_ttft(const Loaded& m, const BenchServeOptions& o, uint64_t seed) {
-  const int64_t per = o.n_system + o.n_suffix + 2;
-  Context ctx(*m.model, {.n_ctx = 2 * per + 64, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = 2});
+  const int64_t cells = bench_cache_cells(2, o.n_system + o.n_suffix + 2);
+  Context ctx(*m.model, {.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = 2});
   server::Engine engine(ctx, *m.tk, {.n_parallel = 2, .n_batch = o.n_batch});
   const auto system = random_ids(m, o.n_system, seed, true);
   Ttft t;

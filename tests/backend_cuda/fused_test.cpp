@@ -220,6 +220,19 @@ TEST_F(CudaFused, RopeKvStoreEqualsRopeThenKvStore) {
   }
 }
 
+// attention_decode's arguments for one token of head_dim hd over a cache of cap cells.
+AttnDecode decode_args(const DevMem& q, const DevMem& k, const DevMem& v, const DevMem& pos, const DevMem& seq,
+                       int n_head, int n_kv, int hd, int cap, const DevMem& out) {
+  AttnDecode ad;
+  ad.q = q.as<float>(), ad.k = k.as<float>(), ad.v = v.as<float>();
+  ad.pos = pos.as<int32_t>(), ad.seq = seq.as<int32_t>();
+  ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
+  ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  ad.max_cells = cap;
+  ad.out = out.as<float>();
+  return ad;
+}
+
 // attention_decode (one token: RoPE, KV store, attention, the o-projection's
 // quantizer) equals rope_kv_store, attention and quantize_act bit for bit:
 // the cache, the attention output and the quantized row, for head groups of
@@ -267,13 +280,7 @@ TEST_F(CudaFused, AttentionDecodeEqualsRopeKvStoreAttentionQuantize) {
     DevMem q8r = poisoned(qd), d8r = poisoned(sizeof(float) * qd / 32);
 
     ASSERT_TRUE(attention_decode_fits(cs.n_head, cs.n_kv, cs.hd, cs.hd, cap));
-    AttnDecode ad;
-    ad.q = dq.as<float>(), ad.k = dk.as<float>(), ad.v = dv.as<float>();
-    ad.pos = dp.as<int32_t>(), ad.seq = ds.as<int32_t>();
-    ad.n_head = cs.n_head, ad.n_head_kv = cs.n_kv, ad.head_dim_k = ad.head_dim_v = cs.hd;
-    ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
-    ad.max_cells = cap;
-    ad.out = out.as<float>();
+    AttnDecode ad = decode_args(dq, dk, dv, dp, ds, cs.n_head, cs.n_kv, cs.hd, cap, out);
     if (quant) ad.q8 = q8.as<int8_t>(), ad.d8 = d8.as<float>(), ad.q8_block = blk;
     attention_decode(ad, rp, nullptr, kv, st());
 
@@ -376,13 +383,7 @@ TEST_F(CudaFused, AttentionDecodeSplitsEqualOneBlock) {
       ASSERT_TRUE(attention_decode_fits(cs.n_head, cs.n_kv, cs.hd, cs.hd, cap));
 
       const auto run = [&](const KvLayout& cache, bool split, DevMem& out, DevMem& q8, DevMem& d8) {
-        AttnDecode ad;
-        ad.q = dq.as<float>(), ad.k = dk.as<float>(), ad.v = dv.as<float>();
-        ad.pos = dp.as<int32_t>(), ad.seq = ds.as<int32_t>();
-        ad.n_head = cs.n_head, ad.n_head_kv = cs.n_kv, ad.head_dim_k = ad.head_dim_v = cs.hd;
-        ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(cs.hd));
-        ad.max_cells = cap;
-        ad.out = out.as<float>();
+        AttnDecode ad = decode_args(dq, dk, dv, dp, ds, cs.n_head, cs.n_kv, cs.hd, cap, out);
         if (quant) ad.q8 = q8.as<int8_t>(), ad.d8 = d8.as<float>(), ad.q8_block = blk;
         if (split) {
           ad.split_ml = ml.as<float>(), ad.split_o = so.as<float>(), ad.split_count = cnt.as<unsigned>();
