@@ -23,8 +23,8 @@
 namespace strix::cpu::test {
 namespace {
 
-constexpr int kRows = 12;
-constexpr int kCols = 11;
+constexpr int kRows = 40;
+constexpr int kCols = 64;
 
 struct Product {
   GgmlType wt, at;
@@ -193,6 +193,15 @@ TEST(CpuLegacyOrder, gemm_equals_libllama_per_output) {
                 << l.variant << " " << type_traits(wt).name << " n=" << n << ": " << first;
           }
         }
+      }
+    }
+    // Q8_0's 512-bit tiles take 4, 8 or 16 rows by the column count (2-4, 5-8,
+    // 9-16, more): row blocks with remainders, odd column tails, prefill widths.
+    const Product p = make_product(k, GgmlType::Q8_0, 32 * 67, 91u);
+    for (int nr : {16, 19, 37}) {
+      for (int nc : {6, 9, 13, 16, 17, 31, 64}) {
+        std::string first;
+        EXPECT_EQ(gemm_mismatches(k, p, nr, nc, &first, l.variant), 0) << l.variant << " q8_0 wide: " << first;
       }
     }
   }
