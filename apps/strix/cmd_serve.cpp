@@ -85,7 +85,9 @@ void usage(FILE* out) {
       "       --no-webui              accepted: Strix has no web UI yet, so there is nothing to disable\n"
       "       --cache-reuse N         refused for N > 0: KV shifting to reuse cache chunks is not\n"
       "                               implemented (prefix caching is automatic: cache_prompt)\n"
-      "       --ctx-checkpoints N     refused for N > 0: context checkpoints are not implemented\n"
+      "       --ctx-checkpoints N, --swa-checkpoints N, --swa-full\n"
+      "                               accepted: every layer keeps its whole KV (as llama.cpp's --swa-full),\n"
+      "                               so a cached prefix of a sliding-window model needs no checkpoint\n"
       "  -h,  --help                  this help\n"
       "\n"
       "Endpoints: GET /health, /v1/models, /props, /slots, /metrics; POST /tokenize, /detokenize,\n"
@@ -219,9 +221,12 @@ int cmd_serve(int argc, char** argv) {
             "caching needs no flag");
       }
     } else if (a == "--ctx-checkpoints" || a == "--swa-checkpoints") {
-      if (to_int(a, value(), 0, 1 << 30) > 0) {
-        throw Refusal("serve: " + a + " > 0 is not implemented (Strix keeps no context checkpoints)");
-      }
+      // llama.cpp checkpoints a sliding-window cache because it drops the cells
+      // behind the window; Strix keeps them (as --swa-full), so prefix reuse of
+      // such a model works without one.
+      to_int(a, value(), 0, 1 << 30);
+    } else if (a == "--swa-full") {
+      // always so in Strix
     } else if (a == "--alias" || a == "-a") {
       alias = value();
     } else if (a == "--chat-template") {

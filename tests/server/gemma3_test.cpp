@@ -74,7 +74,8 @@ class Gemma3ServeTest : public server_test::ModelServerSuite<Gemma3ServeTest> {
       return;
     }
     fs::remove(raw);
-    start({"-t", "1", "-np", "1", "-c", "2048"});
+    // llama-server's checkpoint flags are accepted (Strix keeps every cell, as --swa-full)
+    start({"-t", "1", "-np", "1", "-c", "2048", "--ctx-checkpoints", "8", "--swa-checkpoints", "3", "--swa-full"});
   }
 };
 
@@ -119,6 +120,52 @@ TEST_F(Gemma3ServeTest, greedy_chat_equals_libllama_and_generic_tool_call_parses
   // tool_choice none: the plain greedy reply, no call
   EXPECT_EQ(o.value("none_content", ""), text);
   EXPECT_TRUE(o["none_calls"].is_null()) << o.dump();
+}
+
+// The prefix cache of a sliding-window model: a prompt of ~137 tokens (17
+// windows of the synth model's 8 cells) sent twice through /completion. The
+// second request takes its whole blocks from the cache (llama.cpp needs a
+// context checkpoint for this, having dropped the cells behind the window) and
+// both replies are libllama's greedy tokens (negative control: the runner-up
+// once).
+TEST_F(Gemma3ServeTest, prefix_cache_reaches_past_the_sliding_window) {
+  std::string text;
+  for (int i = 0; i < 9; ++i) text += "Once upon a time there was a little fox who lived in the woods. ";
+  const std::vector<int32_t> ids = ref_->tokenize(text, true, true);
+  ASSERT_GT(ids.size(), 100u);
+  const std::vector<std::string> want = server_test::ref_greedy_pieces(*ref_, ids, kN);
+  const std::vector<std::string> broken = server_test::ref_greedy_pieces(*ref_, ids, kN, /*swap_at=*/2);
+  ASSERT_NE(want, broken);
+  std::string want_text, broken_text;
+  for (const std::string& p : want) want_text += p;
+  for (const std::string& p : broken) broken_text += p;
+
+  const std::string script = R"(
+    const [url, ids, n] = process.argv.slice(1);
+    const out = [];
+    for (let i = 0; i < 2; ++i) {
+      const r = await fetch(url + '/completion', {method: 'POST', headers: {'content-type': 'application/json'},
+        body: JSON.stringify({prompt: JSON.parse(ids), n_predict: Number(n), temperature: 0, cache_prompt: true})});
+      out.push(await r.json());
+    }
+    console.log(JSON.stringify(out));)";
+  json id_list = ids;
+  const server_test::Result r =
+      server_test::run("node", {"--input-type=module", "-e", script, server_->url(), id_list.dump(), std::to_string(kN)},
+                       {}, 120);
+  ASSERT_EQ(r.code, 0) << r.out << r.err << "\nserver log:\n" << server_->log();
+  const json o = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(o.is_array() && o.size() == 2) << r.out;
+  for (const json& reply : o) {
+    EXPECT_EQ(reply.value("content", ""), want_text) << reply.dump();
+    EXPECT_NE(reply.value("content", ""), broken_text);
+  }
+  // the first request may find the chat test's prompt prefix only (a few tokens);
+  // the second finds every whole 32-cell block of this prompt but the last token's
+  const int blocks = static_cast<int>((ids.size() - 1) / 32) * 32;
+  EXPECT_LT(o[0].value("tokens_cached", -1), 32) << o[0].dump();
+  EXPECT_GE(o[1].value("tokens_cached", -1), blocks) << o[1].dump();
+  EXPECT_GE(o[1].value("tokens_cached", 0), static_cast<int>(ids.size() * 9 / 10));
 }
 
 }  // namespace
