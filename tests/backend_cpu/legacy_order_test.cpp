@@ -211,7 +211,8 @@ TEST(CpuLegacyOrder, negative_control_a_different_order_is_seen) {
   const std::vector<Level> ls = levels();
   if (ls.empty()) GTEST_SKIP() << "no x86 level with its libggml-cpu build here";
   const CpuKernels& scalar = cpu_kernels_for(CpuIsa::kScalar);
-  for (GgmlType wt : {GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K}) {
+  for (GgmlType wt :
+       {GgmlType::Q5_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::MXFP4, GgmlType::Q2_K, GgmlType::Q3_K}) {
     const Product p = make_product(scalar, wt, 4096, 5u);
     EXPECT_GT(vec_dot_mismatches(scalar, p, ls.front().variant), 0) << type_traits(wt).name;
     if (wt != GgmlType::MXFP4) {

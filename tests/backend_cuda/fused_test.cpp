@@ -48,9 +48,9 @@ class CudaFused : public CudaFixture {
   }
 };
 
-// x += y; out = rms_norm(x) * w; q/d = out quantized. x and out equal
-// add_rms_norm's, q*d equals the CPU quantizer of out, for Q8_0 and Q8_K
-// partners, and with and without the add.
+// x_out = x + y; out = rms_norm(x_out) * w; q/d = out quantized. x_out and
+// out equal add_rms_norm's, q*d equals the CPU quantizer of out, for Q8_0 and
+// Q8_K partners, with and without the add (a row of 800: a part chunk).
 TEST_F(CudaFused, RmsNormQuantEqualsAddRmsNormThenTheCpuQuantizer) {
   const int n = 3;
   for (int64_t dim : {2048, 4096, 768, 800, 12288}) {
@@ -58,20 +58,23 @@ TEST_F(CudaFused, RmsNormQuantEqualsAddRmsNormThenTheCpuQuantizer) {
       if (dim % gemv_q_block(t) != 0) continue;
       for (bool with_add : {true, false}) {
         const auto x = randn(n * dim), y = randn(n * dim), w = randn(dim);
-        DevMem dx = up(x), dy = up(y), dw = up(w), dx2 = up(x), dy2 = up(y);
+        DevMem dx = up(x), dy = up(y), dw = up(w), dx2 = up(x), dy2 = up(y), dxo = poisoned(sizeof(float) * n * dim);
         DevMem out = poisoned(sizeof(float) * n * dim), ref = poisoned(sizeof(float) * n * dim);
         DevMem q = poisoned(n * dim), d = poisoned(sizeof(float) * n * dim / 32);
-        rms_norm_quant(dx.as<float>(), with_add ? dy.as<float>() : nullptr, n, dim, dw.as<float>(), 1e-5f,
-                       out.as<float>(), t, q.as<int8_t>(), d.as<float>(), st());
+        rms_norm_quant(dx.as<float>(), with_add ? dy.as<float>() : nullptr, dxo.as<float>(), n, dim, dw.as<float>(),
+                       1e-5f, out.as<float>(), t, q.as<int8_t>(), d.as<float>(), st());
         if (with_add) {
           add_rms_norm(dx2.as<float>(), dy2.as<float>(), ref.as<float>(), n, dim, dw.as<float>(), 1e-5f, st());
         } else {
           rms_norm(dx2.as<float>(), n, dim, dim, ref.as<float>(), dim, dw.as<float>(), 1e-5f, st());
         }
         const auto got = down<float>(out, n * dim), want = down<float>(ref, n * dim);
-        const auto gx = down<float>(dx, n * dim), wx = down<float>(dx2, n * dim);
+        // the residual sum lands in x_out (x itself is left alone)
+        const auto gx = down<float>(with_add ? dxo : dx, n * dim), wx = down<float>(dx2, n * dim);
+        const auto x_after = down<float>(dx, n * dim);
         int differ = 0;
         for (int64_t i = 0; i < n * dim; ++i) {
+          ASSERT_EQ(x_after[i], x[i]) << i;
           ASSERT_EQ(gx[i], wx[i]) << i;
           ASSERT_NEAR(got[i], want[i], 1e-6f * (1 + std::fabs(want[i]))) << i;
           differ += got[i] != want[i];
@@ -391,7 +394,8 @@ TEST_F(CudaFused, AttentionDecodeSplitsEqualOneBlock) {
         }
         attention_decode(ad, rp, nullptr, cache, st());
       };
-      DevMem out = poisoned(sizeof(float) * qd), out2 = poisoned(sizeof(float) * qd), ref = poisoned(sizeof(float) * qd);
+      DevMem out = poisoned(sizeof(float) * qd), out2 = poisoned(sizeof(float) * qd),
+             ref = poisoned(sizeof(float) * qd);
       DevMem q8 = poisoned(qd), d8 = poisoned(sizeof(float) * qd / 32);
       DevMem q8r = poisoned(qd), d8r = poisoned(sizeof(float) * qd / 32);
       run(kv, true, out, q8, d8);

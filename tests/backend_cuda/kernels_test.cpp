@@ -179,64 +179,81 @@ TEST_F(CudaKernels, RoundActivationsEqualsTheCpuPartnerQuantizer) {
 // the CPU partner quantizer's bit for bit, and every output equals the CPU
 // vec_dot of the same weight row and activation row up to float summation
 // order. Negative control: compared with the next column's vec_dot it fails.
+// Shapes: short rows; rows of 32+ super-blocks in a small launch (one column:
+// two warps per row); a launch of 16k+ rows (one column: two rows per warp).
 TEST_F(CudaKernels, IntegerGemvEqualsCpuVecDot) {
   const cpu::CpuKernels& k = cpu::cpu_kernels();
-  const int64_t ne0 = 1024, ne1 = 67;
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
-    ASSERT_TRUE(gemv_q_supported(t));
-    const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
-    DevMem w = up(m.bytes);
-    const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
-    const GgmlType vdt = k.vec_dot_type[static_cast<uint32_t>(t)];
-    const int blk = gemv_q_block(t);
-    for (int n : {1, 3, 8, 13}) {
-      std::vector<float> x = randn(n * ne0, 1.5f);
-      if (n > 1) {
-        for (int i = 0; i < blk; ++i) x[ne0 + i] = 0.0f;  // an all-zero block
-      }
-      const size_t rs = row_size(vdt, ne0);
-      std::vector<uint8_t> act(rs * n);
-      std::vector<float> act_f(n * ne0);
-      for (int c = 0; c < n; ++c) {
-        k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + c * ne0, act.data() + c * rs, ne0);
-        type_traits(vdt).to_float(act.data() + c * rs, act_f.data() + c * ne0, ne0);
-      }
-      DevMem dx = up(x);
-      DevMem q(static_cast<size_t>(n * ne0), "q");
-      DevMem d = poisoned(n * ne0 / blk);
-      check(cudaMemset(q.as(), 0x7f, static_cast<size_t>(n * ne0)), "poison q");
-      quantize_act(t, dx.as<float>(), ne0, n, ne0, q.as<int8_t>(), d.as<float>(), st());
-      const auto gq = down<int8_t>(q, n * ne0);
-      const auto gd = down<float>(d, n * ne0 / blk);
-      for (int64_t i = 0; i < n * ne0; ++i) {
-        ASSERT_EQ(gd[i / blk] * static_cast<float>(gq[i]), act_f[i])
-            << type_name(static_cast<uint32_t>(t)) << " activation " << i << " x " << x[i];
-      }
-      DevMem y = poisoned(n * ne1);
-      gemv_q(dw, q.as<int8_t>(), d.as<float>(), n, y.as<float>(), ne1, st());
-      const auto got = down<float>(y, n * ne1);
-      int wrong_column_misses = 0;
-      for (int c = 0; c < n; ++c) {
-        for (int64_t r = 0; r < ne1; ++r) {
-          float want = 0, other = 0;
-          k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &want, m.bytes.data() + r * m.nb1,
-                                              act.data() + c * rs);
-          k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &other, m.bytes.data() + r * m.nb1,
-                                              act.data() + ((c + 1) % n) * rs);
-          double mag = 0;
-          for (int64_t i = 0; i < ne0; ++i)
-            mag += std::fabs(static_cast<double>(m.deq[r * ne0 + i]) * act_f[c * ne0 + i]);
-          const double tol = 2e-6 * mag + 1e-6;
-          ASSERT_NEAR(got[c * ne1 + r], want, tol)
-              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " col " << c << " row " << r;
-          wrong_column_misses += std::fabs(got[c * ne1 + r] - other) > tol;
+  struct Shape {
+    int64_t ne0, ne1;
+    std::vector<int> ns;
+  };
+  for (const Shape& sh : {Shape{1024, 67, {1, 3, 8, 13}}, Shape{8192, 37, {1, 2}}, Shape{512, 16411, {1}}})
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+      const int64_t ne0 = sh.ne0, ne1 = sh.ne1;
+      ASSERT_TRUE(gemv_q_supported(t));
+      const QMatrix m = make_matrix(t, ne0, ne1, randn(ne0 * ne1));
+      DevMem w = up(m.bytes);
+      const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
+      const GgmlType vdt = k.vec_dot_type[static_cast<uint32_t>(t)];
+      const int blk = gemv_q_block(t);
+      for (int n : sh.ns) {
+        std::vector<float> x = randn(n * ne0, 1.5f);
+        if (n > 1) {
+          for (int i = 0; i < blk; ++i) x[ne0 + i] = 0.0f;  // an all-zero block
+        }
+        const size_t rs = row_size(vdt, ne0);
+        std::vector<uint8_t> act(rs * n);
+        std::vector<float> act_f(n * ne0);
+        for (int c = 0; c < n; ++c) {
+          k.quantize_act[static_cast<uint32_t>(vdt)](x.data() + c * ne0, act.data() + c * rs, ne0);
+          type_traits(vdt).to_float(act.data() + c * rs, act_f.data() + c * ne0, ne0);
+        }
+        DevMem dx = up(x);
+        DevMem q(static_cast<size_t>(n * ne0), "q");
+        DevMem d = poisoned(n * ne0 / blk);
+        check(cudaMemset(q.as(), 0x7f, static_cast<size_t>(n * ne0)), "poison q");
+        quantize_act(t, dx.as<float>(), ne0, n, ne0, q.as<int8_t>(), d.as<float>(), st());
+        const auto gq = down<int8_t>(q, n * ne0);
+        const auto gd = down<float>(d, n * ne0 / blk);
+        for (int64_t i = 0; i < n * ne0; ++i) {
+          ASSERT_EQ(gd[i / blk] * static_cast<float>(gq[i]), act_f[i])
+              << type_name(static_cast<uint32_t>(t)) << " activation " << i << " x " << x[i];
+        }
+        DevMem y = poisoned(n * ne1);
+        gemv_q(dw, q.as<int8_t>(), d.as<float>(), n, y.as<float>(), ne1, st());
+        const auto got = down<float>(y, n * ne1);
+        int wrong_column_misses = 0;
+        for (int c = 0; c < n; ++c) {
+          for (int64_t r = 0; r < ne1; ++r) {
+            float want = 0, other = 0;
+            k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &want, m.bytes.data() + r * m.nb1,
+                                                act.data() + c * rs);
+            k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &other, m.bytes.data() + r * m.nb1,
+                                                act.data() + ((c + 1) % n) * rs);
+            double mag = 0;
+            for (int64_t i = 0; i < ne0; ++i)
+              mag += std::fabs(static_cast<double>(m.deq[r * ne0 + i]) * act_f[c * ne0 + i]);
+            const double tol = 2e-6 * mag + 1e-6;
+            ASSERT_NEAR(got[c * ne1 + r], want, tol)
+                << type_name(static_cast<uint32_t>(t)) << " n=" << n << " col " << c << " row " << r;
+            wrong_column_misses += std::fabs(got[c * ne1 + r] - other) > tol;
+          }
+        }
+        if (n > 1) {
+          EXPECT_GT(wrong_column_misses, 0) << "negative control: the next column's dot must differ";
+        }
+        if (n == 1) {  // negative control: the row next to each one differs
+          int wrong_row_misses = 0;
+          for (int64_t r = 0; r + 1 < ne1 && r < 64; ++r) {
+            float other = 0;
+            k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &other, m.bytes.data() + (r + 1) * m.nb1,
+                                                act.data());
+            wrong_row_misses += std::fabs(got[r] - other) > 1e-3f * (1 + std::fabs(other));
+          }
+          EXPECT_GT(wrong_row_misses, 0);
         }
       }
-      if (n > 1) {
-        EXPECT_GT(wrong_column_misses, 0) << "negative control: the next column's dot must differ";
-      }
     }
-  }
 }
 
 TEST_F(CudaKernels, DequantF16AndGetRowsEqualTheReferenceDequantizer) {

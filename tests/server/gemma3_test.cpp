@@ -150,9 +150,8 @@ TEST_F(Gemma3ServeTest, prefix_cache_reaches_past_the_sliding_window) {
     }
     console.log(JSON.stringify(out));)";
   json id_list = ids;
-  const server_test::Result r =
-      server_test::run("node", {"--input-type=module", "-e", script, server_->url(), id_list.dump(), std::to_string(kN)},
-                       {}, 120);
+  const server_test::Result r = server_test::run(
+      "node", {"--input-type=module", "-e", script, server_->url(), id_list.dump(), std::to_string(kN)}, {}, 120);
   ASSERT_EQ(r.code, 0) << r.out << r.err << "\nserver log:\n" << server_->log();
   const json o = json::parse(r.out, nullptr, false);
   ASSERT_TRUE(o.is_array() && o.size() == 2) << r.out;

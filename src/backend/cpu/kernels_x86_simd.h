@@ -291,7 +291,8 @@ inline void q8_0_tile_z(int nb, const uint8_t* X, size_t bx, const int32_t* neg,
   }
   const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int ib = 0; ib < nb; ++ib) {
-    for (int k = 0; k < pf_lines; ++k) _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * (ib * pf_lines + k)), _MM_HINT_T0);
+    for (int k = 0; k < pf_lines; ++k)
+      _mm_prefetch(reinterpret_cast<const char*>(pf + 64 * (ib * pf_lines + k)), _MM_HINT_T0);
     __m512i yq[CP];
     __m512 dy[CP];
     for (int c = 0; c < CP; ++c) {
@@ -329,8 +330,7 @@ inline void q8_0_tile_z(int nb, const uint8_t* X, size_t bx, const int32_t* neg,
 // RM rows x nc columns: column pairs by the 512-bit tile (4 columns a pass),
 // an odd last column by the 256-bit one.
 template <int RM, bool kPrep>
-inline void q8_0_cols_z(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s,
-                        size_t bs) {
+inline void q8_0_cols_z(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s, size_t bs) {
   // Per thread, grown to the largest row block seen (then never again).
   thread_local std::vector<int32_t> neg_buf;
   thread_local std::vector<float> dx_buf;

@@ -46,7 +46,7 @@ __host__ __device__ inline int chunk_cells(int n_cells, int n_split, int min_chu
 struct Smem {
   int hdk, hdv, cells;
   __host__ __device__ int floats(int g) const {
-    return 2 * kClasses + 2 + g * hdk + hdk + g * cells + g * kClasses * hdv + g * hdv;
+    return 2 * kClasses + 2 + g * hdk + hdk + g * cells + g * kClasses * hdv + g * hdv + hdk;
   }
 };
 
@@ -72,16 +72,29 @@ __global__ void __launch_bounds__(kThreads)
   float* sc = k_s + hdk;                                               // kG * cap
   float* part = sc + kG * cap;                                         // kG * kClasses * hdv
   float* o_s = part + kG * kClasses * hdv;                             // kG * hdv
+  float* cs_s = o_s + kG * hdv;                                        // hdk / 2 cosines, then the sines
 
   // q of the group's heads (kvh * kG ..) and this KV head's k, rotated
   const float* qg = a.q + static_cast<int64_t>(kvh) * kG * hdk;
   for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = qg[i];
   for (int i = tid; i < hdk; i += kThreads) k_s[i] = a.k[static_cast<int64_t>(kvh) * hdk + i];
-  __syncthreads();
+  // RoPE: the angles' chain once (p * theta_scale^i by repeated multiplication,
+  // as rope_pair), each pair's cosine and sine once, then every head's pairs
   const int half = rc.n_rot / 2;
+  float* sn_s = cs_s + half;
+  if (tid == 0) {
+    float theta = static_cast<float>(p);
+    for (int i = 0; i < half; ++i) {
+      cs_s[i] = theta;
+      theta *= rc.theta_scale;
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < half; i += kThreads) rope_cs(cs_s[i], i, ff, rc, cs_s[i], sn_s[i]);
+  __syncthreads();
   for (int u = tid; u < (kG + 1) * half; u += kThreads) {
-    const int h = u / half;
-    rope_pair(h < kG ? q_s + h * hdk : k_s, u % half, p, ff, rc);
+    const int h = u / half, i = u % half;
+    rope_rotate(h < kG ? q_s + h * hdk : k_s, i, cs_s[i], sn_s[i], rc);
   }
   __syncthreads();
   const int64_t cell = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + p;

@@ -122,7 +122,7 @@ struct CudaContext::Impl {
   std::vector<Layer> layers;
 
   // activations [n_ubatch, width]
-  DevMem x, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
+  DevMem x, x_alt, normed, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
   DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
   DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
@@ -273,6 +273,8 @@ struct CudaContext::Impl {
     }
     auto f32 = [&](int64_t width, const char* what) { return DevMem(sizeof(float) * ub * width, what); };
     x = f32(hp.n_embd, "the residual stream");
+    x_alt = f32(hp.n_embd, "the residual stream");
+    normed = f32(hp.n_embd, "normed activations");
     cur = f32(wide, "activations");
     qkv = f32(qkv_w, "q/k/v activations");
     k = f32(hp.k_dim(), "k activations");
@@ -325,9 +327,7 @@ struct CudaContext::Impl {
 
   // Weights of one class multiply the same activations: the same CPU partner
   // rounding (round_partner) and the same GEMV kind (integer or float).
-  static int act_class(GgmlType t) {
-    return static_cast<int>(round_partner(t)) * 2 + (gemv_q_supported(t) ? 1 : 0);
-  }
+  static int act_class(GgmlType t) { return static_cast<int>(round_partner(t)) * 2 + (gemv_q_supported(t) ? 1 : 0); }
   struct Act {
     const float* p;
     int64_t stride;
@@ -427,8 +427,10 @@ struct CudaContext::Impl {
     const Hparams& hp = model.hparams();
     const int64_t d = hp.n_embd;
     if (next.ne0 == d && integer_gemv(next.type, n, d)) {
-      rms_norm_quant(F(x), add, n, d, w, hp.norm_eps, F(cur), next.type, xq.as<int8_t>(), F(xqd), st());
-      return {F(cur), d, xq.as<int8_t>(), F(xqd), act_class(next.type)};
+      // the residual sum goes to the other residual buffer, the normed rows to `normed`
+      rms_norm_quant(F(x), add, F(x_alt), n, d, w, hp.norm_eps, F(normed), next.type, xq.as<int8_t>(), F(xqd), st());
+      if (add) std::swap(x, x_alt);
+      return {F(normed), d, xq.as<int8_t>(), F(xqd), act_class(next.type)};
     }
     if (add) {
       add_rms_norm(F(x), add, F(cur), n, d, w, hp.norm_eps, st());
@@ -450,7 +452,7 @@ struct CudaContext::Impl {
     int64_t qs, ks, vs;
     if (L.wqkv.data) {
       const int64_t width = qd + kd + vd;
-      matmul_group({{&L.wqkv, F(qkv), width, L.bqkv}}, F(cur), d, n, in);
+      matmul_group({{&L.wqkv, F(qkv), width, L.bqkv}}, in.p, d, n, in);
       if (L.q_norm) {
         // per-head norms need packed heads: unpack [q | k | v] rows (as qwen3.cpp's fused path)
         const size_t fs = sizeof(float);
@@ -469,7 +471,7 @@ struct CudaContext::Impl {
         qs = ks = vs = width;
       }
     } else {
-      matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, F(cur), d, n, in);
+      matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, in.p, d, n, in);
       q = F(qkv), kk = F(k), vv = F(v);
       qs = qd, ks = kd, vs = vd;
     }
@@ -533,11 +535,10 @@ struct CudaContext::Impl {
     const Hparams& hp = model.hparams();
     const Layer& L = layers[il];
     const int64_t ff = L.gate.ne1;
-    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, F(cur), hp.n_embd, n, in);
+    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, in.p, hp.n_embd, n, in);
     if (L.down.ne0 == ff && integer_gemv(L.down.type, n, ff)) {
       swiglu_quant(L.down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
-      matmul_act(L.down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.down.type)}, n, F(cur), hp.n_embd,
-                 nullptr);
+      matmul_act(L.down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.down.type)}, n, F(cur), hp.n_embd, nullptr);
       return;
     }
     swiglu(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
@@ -568,7 +569,7 @@ struct CudaContext::Impl {
     }
     // the last residual add fused with the output norm
     const Act out = norm(F(cur), output_norm, output, n);
-    matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, F(cur), d, n, out);
+    matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, out.p, d, n, out);
   }
 
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,

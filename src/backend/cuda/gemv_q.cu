@@ -6,6 +6,7 @@
 // with 16-byte (Q4_K) or 2-byte (Q8_0, Q6_K: 34- and 210-byte blocks) loads,
 // lanes spread over consecutive blocks so a warp's loads cover contiguous
 // bytes; up to 8 token columns share every weight load.
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/common.cuh"
@@ -23,6 +24,16 @@ __device__ __forceinline__ int load_i32_2aligned(const uint8_t* p) {
   return static_cast<int>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
 }
 
+// 8 bytes at a 2-byte aligned address: three aligned words, two funnel shifts
+// (the third word stays inside the Q6_K block for every run read below).
+__device__ __forceinline__ int2 load8_2aligned(const uint8_t* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~static_cast<uintptr_t>(3));
+  const unsigned sh = static_cast<unsigned>(a & 3) * 8;
+  const uint32_t w0 = w[0], w1 = w[1], w2 = w[2];
+  return make_int2(static_cast<int>(__funnelshift_r(w0, w1, sh)), static_cast<int>(__funnelshift_r(w1, w2, sh)));
+}
+
 // Each row product below is one warp's: lanes over blocks (kLanes lanes per
 // block, 32 / kLanes blocks per warp step), acc[c] per token column, reduced
 // over the warp at the end. A block type is load() (its weight bytes into
@@ -35,14 +46,14 @@ struct BQ8_0 {
     float dw;
     int w0, w1;
   };
-  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int part, Regs& r) {
+  __device__ __forceinline__ static void load(const uint8_t* row, int b, int part, Regs& r) {
     const uint8_t* bp = row + b * 34;
     r.dw = h2f(*reinterpret_cast<const uint16_t*>(bp));
     r.w0 = load_i32_2aligned(bp + 2 + 8 * part);
     r.w1 = load_i32_2aligned(bp + 6 + 8 * part);
   }
   template <int C>
-  __device__ __forceinline__ static void dot(int64_t b, int part, const Regs& r, const int8_t* __restrict__ aq,
+  __device__ __forceinline__ static void dot(int b, int part, const Regs& r, const int8_t* __restrict__ aq,
                                              const float* __restrict__ ad, int64_t width, float acc[C]) {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -53,19 +64,6 @@ struct BQ8_0 {
   }
 };
 
-// The 6-bit scale and min of sub-block j of a Q4_K block, from its 12 packed
-// scale bytes held in three words.
-__device__ __forceinline__ int byte_of(const uint32_t s[3], int k) { return (s[k >> 2] >> (8 * (k & 3))) & 0xFF; }
-__device__ __forceinline__ void q4k_scale_min(const uint32_t s[3], int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = byte_of(s, j) & 63;
-    m = byte_of(s, j + 4) & 63;
-  } else {
-    sc = (byte_of(s, j + 4) & 0xF) | ((byte_of(s, j - 4) >> 6) << 4);
-    m = (byte_of(s, j + 4) >> 4) | ((byte_of(s, j) >> 6) << 4);
-  }
-}
-
 // ---- Q4_K x Q8_K: 8 lanes per super-block (16 quant bytes each: 16 low and
 // 16 high nibbles of sub-blocks 2p, 2p + 1); the block's header (d, dmin, 12
 // scale bytes) is one 16-byte load ----
@@ -75,21 +73,28 @@ struct BQ4_K {
     uint4 head;
     int4 qv;
   };
-  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int sub, Regs& r) {
+  __device__ __forceinline__ static void load(const uint8_t* row, int b, int sub, Regs& r) {
     const uint8_t* bp = row + b * 144;
     r.head = *reinterpret_cast<const uint4*>(bp);
     r.qv = *reinterpret_cast<const int4*>(bp + 16 + 16 * sub);  // 32 p + 16 h = 16 sub
   }
   template <int C>
-  __device__ __forceinline__ static void dot(int64_t b, int sub, const Regs& r, const int8_t* __restrict__ aq,
+  __device__ __forceinline__ static void dot(int b, int sub, const Regs& r, const int8_t* __restrict__ aq,
                                              const float* __restrict__ ad, int64_t width, float acc[C]) {
     const int p = sub / 2, h = sub % 2;
     const half2 dd = *reinterpret_cast<const half2*>(&r.head.x);
     const float dw = __low2float(dd), dmin = __high2float(dd);
-    const uint32_t scw[3] = {r.head.y, r.head.z, r.head.w};
-    int sc_lo, m_lo, sc_hi, m_hi;
-    q4k_scale_min(scw, 2 * p, sc_lo, m_lo);
-    q4k_scale_min(scw, 2 * p + 1, sc_hi, m_hi);
+    // The 6-bit scales and mins of sub-blocks 2p, 2p + 1, without branches:
+    // four per word as ggml's kmask unpacking (sub-blocks 0-3, then 4-7), the
+    // lane's two bytes picked by a permute.
+    const uint32_t s0 = r.head.y, s1 = r.head.z, s2 = r.head.w;
+    const uint32_t scw = p < 2 ? (s0 & 0x3f3f3f3fu) : ((s2 & 0x0f0f0f0fu) | ((s0 >> 2) & 0x30303030u));
+    const uint32_t mnw = p < 2 ? (s1 & 0x3f3f3f3fu) : (((s2 >> 4) & 0x0f0f0f0fu) | ((s1 >> 2) & 0x30303030u));
+    const unsigned sel = (p & 1) ? 0x4442u : 0x4440u;  // byte 2 (p & 1), then the next, zeros above
+    const int sc_lo = static_cast<int>(__byte_perm(scw, 0u, sel)),
+              sc_hi = static_cast<int>(__byte_perm(scw, 0u, sel + 1));
+    const int m_lo = static_cast<int>(__byte_perm(mnw, 0u, sel)),
+              m_hi = static_cast<int>(__byte_perm(mnw, 0u, sel + 1));
     const int qw[4] = {r.qv.x, r.qv.y, r.qv.z, r.qv.w};
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -122,23 +127,19 @@ struct BQ6_K {
     int s[4];
     float dw;
   };
-  __device__ __forceinline__ static void load(const uint8_t* row, int64_t b, int sub, Regs& r) {
+  __device__ __forceinline__ static void load(const uint8_t* row, int b, int sub, Regs& r) {
     const int half = sub / 4, l0 = (sub % 4) * 8;
     const uint8_t* bp = row + b * 210;
     const uint8_t* ql = bp + 64 * half + l0;
     const uint8_t* qh = bp + 128 + 32 * half + l0;
     const auto* sc = reinterpret_cast<const int8_t*>(bp + 192 + 8 * half + l0 / 16);
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      r.a[k] = load_i32_2aligned(ql + 4 * k);
-      r.bq[k] = load_i32_2aligned(ql + 32 + 4 * k);
-      r.hh[k] = load_i32_2aligned(qh + 4 * k);
-    }
+    const int2 a = load8_2aligned(ql), bq = load8_2aligned(ql + 32), hh = load8_2aligned(qh);
+    r.a[0] = a.x, r.a[1] = a.y, r.bq[0] = bq.x, r.bq[1] = bq.y, r.hh[0] = hh.x, r.hh[1] = hh.y;
     r.s[0] = sc[0], r.s[1] = sc[2], r.s[2] = sc[4], r.s[3] = sc[6];
     r.dw = h2f(*reinterpret_cast<const uint16_t*>(bp + 208));
   }
   template <int C>
-  __device__ __forceinline__ static void dot(int64_t b, int sub, const Regs& r, const int8_t* __restrict__ aq,
+  __device__ __forceinline__ static void dot(int b, int sub, const Regs& r, const int8_t* __restrict__ aq,
                                              const float* __restrict__ ad, int64_t width, float acc[C]) {
     const int half = sub / 4, l0 = (sub % 4) * 8;
     int q[4][2];  // [element group g: l + 32 g][word]
@@ -160,22 +161,30 @@ struct BQ6_K {
         d[g] = __dp4a(q[g][1], av.y, __dp4a(q[g][0], av.x, 0));
       }
       const float da = ad[c * (width / 256) + b];
-      acc[c] = fmaf(r.dw * da, static_cast<float>(r.s[0] * d[0] + r.s[1] * d[1] + r.s[2] * d[2] + r.s[3] * d[3]),
-                    acc[c]);
+      acc[c] =
+          fmaf(r.dw * da, static_cast<float>(r.s[0] * d[0] + r.s[1] * d[1] + r.s[2] * d[2] + r.s[3] * d[3]), acc[c]);
     }
   }
 };
 
-// One block per lane and warp step: its loads, then its products.
-template <class B, int C>
-__device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, int64_t nblk, const int8_t* __restrict__ aq,
-                                         const float* __restrict__ ad, int64_t width, int lane, float acc[C]) {
+// One block per lane and warp step: its loads (of all R rows), then its
+// products. With S warps per row, warp `part` takes every S-th step.
+template <class B, int C, int R, int S>
+__device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, size_t nb1, int nrows, int nblk,
+                                         const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width,
+                                         int lane, int part, float (&acc)[R][C]) {
   constexpr int kStep = 32 / B::kLanes;
   const int sub = lane % B::kLanes;
-  for (int64_t b = lane / B::kLanes; b < nblk; b += kStep) {
-    typename B::Regs r;
-    B::load(row, b, sub, r);
-    B::template dot<C>(b, sub, r, aq, ad, width, acc);
+  for (int b = lane / B::kLanes + part * kStep; b < nblk; b += kStep * S) {
+    typename B::Regs r[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (i < nrows) B::load(row + i * nb1, b, sub, r[i]);
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (i < nrows) B::template dot<C>(b, sub, r[i], aq, ad, width, acc[i]);
+    }
   }
 }
 
@@ -200,38 +209,82 @@ struct Segs {
   bool prefetch;  // with programmatic dependent launch: the rows into L2 before griddep_wait
 };
 
-template <int C>
+// R rows per warp, S warps per row (the row's blocks interleaved between
+// them, their sums added in warp order), C token columns. Decode (C = 1) of a
+// big launch takes R = 2, so every lane has two rows' loads in flight; long
+// rows of a small launch take S = 2, so there are warps enough to keep the
+// memory busy.
+template <int C, int R, int S>
 __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width) {
+  static_assert(R == 1 || S == 1, "rows per warp or warps per row, not both");
   int si = 0;
 #pragma unroll
   for (int i = 1; i < kMaxSegs; ++i) si += (i < segs.count && blockIdx.x >= segs.s[i].first_block);
   const Seg& sg = segs.s[si];
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t r = static_cast<int64_t>(blockIdx.x - sg.first_block) * kGemvWarps + warp;
+  const int64_t r = (static_cast<int64_t>(blockIdx.x - sg.first_block) * (kGemvWarps / S) + warp / S) * R;
+  const int part = warp % S;
   const uint8_t* row = sg.w + r * sg.nb1;
   // the weights do not depend on the kernel before: start reading them while it ends
-  if (segs.prefetch && r < sg.rows) prefetch_l2(row, sg.nb1, lane);
+  if (segs.prefetch && r < sg.rows && part == 0) {
+    prefetch_l2(row, sg.nb1 * static_cast<size_t>(sg.rows - r < R ? sg.rows - r : R), lane);
+  }
   griddep_wait();
-  if (r >= sg.rows) return;
-  float acc[C];
+  const int nrows = r >= sg.rows ? 0 : sg.rows - r < R ? static_cast<int>(sg.rows - r) : R;
+  if (S == 1 && nrows == 0) return;
+  float acc[R][C];
 #pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
-  switch (sg.type) {
-    case GgmlType::Q8_0:
-      row_loop<BQ8_0, C>(row, width / 32, aq, ad, width, lane, acc);
-      break;
-    case GgmlType::Q4_K:
-      row_loop<BQ4_K, C>(row, width / 256, aq, ad, width, lane, acc);
-      break;
-    default:
-      row_loop<BQ6_K, C>(row, width / 256, aq, ad, width, lane, acc);
-      break;
-  }
+  for (int i = 0; i < R; ++i) {
 #pragma unroll
-  for (int c = 0; c < C; ++c) {
-    const float s = warp_sum(acc[c]);
-    if (lane == 0) sg.y[c * sg.ys + r] = s;
+    for (int c = 0; c < C; ++c) acc[i][c] = 0.0f;
   }
+  if (nrows > 0) {
+    switch (sg.type) {
+      case GgmlType::Q8_0:
+        row_loop<BQ8_0, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 32), aq, ad, width, lane, part, acc);
+        break;
+      case GgmlType::Q4_K:
+        row_loop<BQ4_K, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part, acc);
+        break;
+      default:
+        row_loop<BQ6_K, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part, acc);
+        break;
+    }
+  }
+  if constexpr (S == 1) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const float s = warp_sum(acc[i][c]);
+        if (lane == 0 && i < nrows) sg.y[c * sg.ys + r + i] = s;
+      }
+    }
+  } else {
+    __shared__ float sums[kGemvWarps][C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const float s = warp_sum(acc[0][c]);
+      if (lane == 0) sums[warp][c] = s;
+    }
+    __syncthreads();
+    if (part == 0 && nrows > 0 && lane < C) {
+      float s = sums[warp][lane];
+#pragma unroll
+      for (int k = 1; k < S; ++k) s += sums[warp + k][lane];
+      sg.y[lane * sg.ys + r] = s;
+    }
+  }
+}
+
+// The one-column GEMV's layout: by the launch's size (auto), or
+// STRIX_CUDA_GEMV_MODE=plain (one warp per row, for A/B runs).
+bool gemv_plain() {
+  static const bool plain = [] {
+    const char* e = std::getenv("STRIX_CUDA_GEMV_MODE");
+    return e && std::string(e) == "plain";
+  }();
+  return plain;
 }
 
 }  // namespace
@@ -246,7 +299,6 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   Segs segs{};
   segs.count = count;
   segs.prefetch = pdl_enabled();
-  unsigned blocks = 0;
   for (int i = 0; i < count; ++i) {
     const DevWeight& w = *outs[i].w;
     if (!gemv_q_supported(w.type)) refuse_type(w.type);
@@ -256,10 +308,28 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     if (w.ne0 % gemv_q_block(w.type) != 0) {
       throw Error("gemv_q: rows of " + std::to_string(w.ne0) + " are not whole blocks");
     }
-    segs.s[i] = {w.data, w.nb1, w.ne1, outs[i].y, outs[i].y_stride, w.type, blocks};
-    blocks += blocks_for(w.ne1, kGemvWarps);
+    segs.s[i] = {w.data, w.nb1, w.ne1, outs[i].y, outs[i].y_stride, w.type, 0};
   }
   const int64_t per = width / gemv_q_block(outs[0].w->type);
+  // the grid: each weight's blocks one after another, rpb rows per block
+  auto layout = [&](Segs& sc, int rows_per_block) {
+    unsigned blocks = 0;
+    for (int i = 0; i < count; ++i) {
+      sc.s[i].first_block = blocks;
+      blocks += blocks_for(sc.s[i].rows, rows_per_block);
+    }
+    return blocks;
+  };
+  int64_t all_rows = 0;
+  for (int i = 0; i < count; ++i) all_rows += segs.s[i].rows;
+  const int64_t nblk = width / gemv_q_block(outs[0].w->type);
+  // H200 run 15: two rows per warp paid on the 28,672 gate/up rows of the 8B
+  // and lost on launches of 4-6k rows; 56-block rows of 4,096 (down) had 15 warps an SM
+  enum class Mode { kPlain, kTwoRows, kSplit };
+  const Mode one = gemv_plain()                                                 ? Mode::kPlain
+                   : all_rows >= 16384                                          ? Mode::kTwoRows
+                   : nblk * 256 >= 8192 && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
+                                                                                : Mode::kPlain;
   for (int t0 = 0; t0 < n;) {
     const int left = n - t0;
     const int c = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -268,18 +338,29 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     Segs sc = segs;
     for (int i = 0; i < count; ++i) sc.s[i].y += static_cast<int64_t>(t0) * sc.s[i].ys;
     const unsigned threads = 32u * kGemvWarps;
+    const Mode mode = c == 1 ? one : Mode::kPlain;
+    const int rows_per_block = mode == Mode::kTwoRows ? 2 * kGemvWarps
+                               : mode == Mode::kSplit ? kGemvWarps / 2
+                                                      : kGemvWarps;
+    const dim3 grid(layout(sc, rows_per_block));  // before sc is passed
     switch (c) {
       case 8:
-        check(pdl_launch(gemv_q_kernel<8>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        check(pdl_launch(gemv_q_kernel<8, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       case 4:
-        check(pdl_launch(gemv_q_kernel<4>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        check(pdl_launch(gemv_q_kernel<4, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       case 2:
-        check(pdl_launch(gemv_q_kernel<2>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        check(pdl_launch(gemv_q_kernel<2, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       default:
-        check(pdl_launch(gemv_q_kernel<1>, dim3(blocks), dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        if (mode == Mode::kTwoRows) {
+          check(pdl_launch(gemv_q_kernel<1, 2, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        } else if (mode == Mode::kSplit) {
+          check(pdl_launch(gemv_q_kernel<1, 1, 2>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        } else {
+          check(pdl_launch(gemv_q_kernel<1, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        }
         break;
     }
     check_launch("gemv_q");

@@ -75,10 +75,12 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
 
 // Fused steps of the decode path, each equal to the unfused sequence it
 // replaces value for value:
-// rms_norm_quant: (x += y when y is set) then rms_norm(x) * w, written to out
-// when set (packed rows of dim) and quantized for wtype as quantize_act.
-void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w, float eps, float* out,
-                    GgmlType wtype, int8_t* q, float* d, cudaStream_t st);
+// rms_norm_quant: r = x + y (x when y is null), written to x_out when y is
+// set; rms_norm(r) * w written to out when set (packed rows of dim) and
+// quantized for wtype as quantize_act. One block per 256 elements of a row,
+// each summing the whole row, so x_out must not be x and out must not be y.
+void rms_norm_quant(const float* x, const float* y, float* x_out, int n, int64_t dim, const float* w, float eps,
+                    float* out, GgmlType wtype, int8_t* q, float* d, cudaStream_t st);
 // swiglu_quant: silu(gate) * up (as swiglu) quantized for wtype, also written to out when set.
 void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride, int n,
                   int64_t width, int8_t* q, float* d, float* out, int64_t out_stride, cudaStream_t st);
@@ -174,8 +176,8 @@ struct AttnDecode {
 int attention_decode_splits(int n_head_kv, int max_cells, int max_split, int min_chunk = kDecodeMinChunk);
 // Whether the fused kernel takes this head layout and context (groups of 1, 2,
 // 4 or 8 query heads per KV head; the scores of one split in shared memory).
-bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells,
-                           int max_split = 1, int min_chunk = kDecodeMinChunk);
+bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells, int max_split = 1,
+                           int min_chunk = kDecodeMinChunk);
 void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
                       cudaStream_t st);
 // The most cells per sequence attention() takes (shared memory of one block).

@@ -91,89 +91,56 @@ void launch_quant(int blk, In in, int n, int64_t width, int8_t* q, float* d, flo
   }
 }
 
-constexpr int kNormQuantThreads = 1024;
+constexpr int kNormQuantThreads = 256;
 
-// One block per row: (x += y), the RMS norm in double as rms_norm_kernel, the
-// normed row kept in shared memory, then one warp per quantization block
-// (act_quant.cuh).
+// Blocks (chunk c, row t): block (c, t) writes elements [256 c, 256 c + 256)
+// of row t. Every block sums the whole row (x + y) in double, with
+// rms_norm_kernel's thread order and block_sum, so all of them (and the
+// unfused kernel) get the same scale; the sum of the row is the only thing a
+// block reads outside its chunk, which is why the updated residual goes to
+// x_out (never x) and the normed row to out (never y).
 template <int kBlk>
-__global__ void rms_norm_quant_kernel(float* __restrict__ x, const float* __restrict__ y, int64_t dim,
-                                      const float* __restrict__ w, float eps, float* __restrict__ out,
-                                      int8_t* __restrict__ q, float* __restrict__ d) {
-  extern __shared__ float row[];
+__global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* __restrict__ y,
+                                      float* __restrict__ x_out, int64_t dim, const float* __restrict__ w, float eps,
+                                      float* __restrict__ out, int8_t* __restrict__ q, float* __restrict__ d) {
+  __shared__ float row[kNormQuantThreads];
   griddep_wait();
-  const int64_t t = blockIdx.x;
-  float* xr = x + t * dim;
-  // every load of the row (x, y, w) issued before the first use
-  constexpr int kMaxPer = 8;  // dim <= 8192 in registers; longer rows loop through shared memory
-  const int per = static_cast<int>((dim + kNormQuantThreads - 1) / kNormQuantThreads);
+  const int64_t t = blockIdx.y;
+  const float* xr = x + t * dim;
+  const float* yr = y ? y + t * dim : nullptr;
   double sum = 0;
-  if (per <= kMaxPer) {
-    float v[kMaxPer], wv[kMaxPer];
-#pragma unroll
-    for (int k = 0; k < kMaxPer; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
-      v[k] = 0.0f, wv[k] = 1.0f;
-      if (k < per && i < dim) {
-        v[k] = xr[i];
-        if (y) v[k] = v[k] + y[t * dim + i];
-        if (w) wv[k] = w[i];
-      }
+  for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
+    float v = xr[i];
+    if (yr) v = v + yr[i];
+    sum += static_cast<double>(v * v);
+  }
+  sum = block_sum<kNormQuantThreads>(sum);
+  const float mean = static_cast<float>(sum / static_cast<double>(dim));
+  const float scale = 1.0f / sqrtf(mean + eps);
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kNormQuantThreads + threadIdx.x;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  if (i < dim) {
+    float v = xr[i];
+    if (yr) {
+      v = v + yr[i];
+      x_out[t * dim + i] = v;
     }
-#pragma unroll
-    for (int k = 0; k < kMaxPer; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
-      if (k < per && i < dim) {
-        if (y) xr[i] = v[k];
-        sum += static_cast<double>(v[k] * v[k]);
-      }
-    }
-    sum = block_sum<kNormQuantThreads>(sum);
-    const float mean = static_cast<float>(sum / static_cast<double>(dim));
-    const float scale = 1.0f / sqrtf(mean + eps);
-#pragma unroll
-    for (int k = 0; k < kMaxPer; ++k) {
-      const int64_t i = threadIdx.x + static_cast<int64_t>(k) * kNormQuantThreads;
-      if (k < per && i < dim) {
-        const float nv = v[k] * scale;
-        const float o = w ? nv * wv[k] : nv;
-        row[i] = o;
-        if (out) out[t * dim + i] = o;
-      }
-    }
-  } else {
-    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
-      float v = xr[i];
-      if (y) {
-        v = v + y[t * dim + i];
-        xr[i] = v;
-      }
-      row[i] = v;
-      sum += static_cast<double>(v * v);
-    }
-    sum = block_sum<kNormQuantThreads>(sum);
-    const float mean = static_cast<float>(sum / static_cast<double>(dim));
-    const float scale = 1.0f / sqrtf(mean + eps);
-    for (int64_t i = threadIdx.x; i < dim; i += kNormQuantThreads) {
-      const float v = row[i] * scale;
-      const float o = w ? v * w[i] : v;
-      row[i] = o;
-      if (out) out[t * dim + i] = o;
+    const float nv = v * scale;
+    const float o = w ? nv * w[i] : nv;
+    if (out) out[t * dim + i] = o;
+    if constexpr (kBlk == 32) {  // whole warps: dim % 32 == 0
+      quant_q8_0_warp(o, q + t * dim + (i - lane), d + t * (dim / 32) + i / 32, lane);
+    } else {
+      row[threadIdx.x] = o;
     }
   }
-  __syncthreads();
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  int8_t* qt = q + t * dim;
-  float* dt = d + t * (dim / kBlk);
-  for (int64_t j = warp; j < dim / kBlk; j += kNormQuantThreads / 32) {
-    const float* xb = row + kBlk * j;
-    if constexpr (kBlk == 32) {
-      quant_q8_0_warp(xb[lane], qt + 32 * j, dt + j, lane);
-    } else {
+  if constexpr (kBlk == 256) {  // dim % 256 == 0: the chunk is one Q8_K block
+    __syncthreads();
+    if (threadIdx.x < 32) {
       float v[8];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) v[k] = xb[32 * k + lane];
-      quant_q8_K_warp(v, qt + 256 * j, dt + j, lane);
+      for (int k = 0; k < 8; ++k) v[k] = row[32 * k + lane];
+      quant_q8_K_warp(v, q + t * dim + 256 * blockIdx.x, d + t * (dim / 256) + blockIdx.x, lane);
     }
   }
 }
@@ -200,24 +167,20 @@ void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const 
   check_launch("swiglu_quant");
 }
 
-void rms_norm_quant(float* x, const float* y, int n, int64_t dim, const float* w, float eps, float* out, GgmlType wtype,
-                    int8_t* q, float* d, cudaStream_t st) {
+void rms_norm_quant(const float* x, const float* y, float* x_out, int n, int64_t dim, const float* w, float eps,
+                    float* out, GgmlType wtype, int8_t* q, float* d, cudaStream_t st) {
   if (!gemv_q_supported(wtype)) refuse_type(wtype);
   const int blk = gemv_q_block(wtype);
   if (dim % blk != 0) throw Error("rms_norm_quant: rows of " + std::to_string(dim) + " are not whole blocks");
+  if (y && (x_out == nullptr || x_out == x || out == y)) {
+    throw Error("rms_norm_quant: the residual goes to its own buffer and the normed row may not overwrite y");
+  }
   if (n == 0) return;
-  const size_t smem = sizeof(float) * static_cast<size_t>(dim);
-  auto launch = [&](auto kernel) {
-    if (smem + sizeof(double) * 32 > 48 * 1024) {  // with block_sum's static shared memory
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-            "rms_norm_quant: cudaFuncSetAttribute");
-    }
-    pdl_launch(kernel, dim3(static_cast<unsigned>(n)), dim3(kNormQuantThreads), smem, st, x, y, dim, w, eps, out, q, d);
-  };
+  const dim3 grid(blocks_for(dim, kNormQuantThreads), static_cast<unsigned>(n));
   if (blk == 32) {
-    launch(rms_norm_quant_kernel<32>);
+    pdl_launch(rms_norm_quant_kernel<32>, grid, dim3(kNormQuantThreads), 0, st, x, y, x_out, dim, w, eps, out, q, d);
   } else {
-    launch(rms_norm_quant_kernel<256>);
+    pdl_launch(rms_norm_quant_kernel<256>, grid, dim3(kNormQuantThreads), 0, st, x, y, x_out, dim, w, eps, out, q, d);
   }
   check_launch("rms_norm_quant");
 }
