@@ -215,6 +215,44 @@ void KvCache::truncate(int seq, int32_t p0) {
   if (s.hashes.size() > full) s.hashes.resize(full);
 }
 
+int32_t KvCache::prepare_cut(int seq, int32_t p0, int32_t p1) {
+  Seq& s = seqs_[seq];
+  if (p0 < 0 || p1 < p0 || p1 > s.len) {
+    throw Error("KV cut: cells [" + std::to_string(p0) + ", " + std::to_string(p1) + ") are not within sequence " +
+                std::to_string(seq) + "'s " + std::to_string(s.len));
+  }
+  const int32_t n = s.len - p1;
+  const int32_t new_len = p0 + n;
+  s.caching = false;
+  const size_t b0 = static_cast<size_t>(p0) / block_size_;
+  if (s.hashes.size() > b0) s.hashes.resize(b0);
+  const size_t b1 = (static_cast<size_t>(new_len) + block_size_ - 1) / block_size_;
+  int64_t n_copy = 0;
+  for (size_t b = b0; b < b1; ++b) n_copy += ref_[s.blocks[b]] > 1 || keys_[s.blocks[b]].registered;
+  if (n_copy > n_free_blocks()) {
+    throw Error("the context is full: moving cells of sequence " + std::to_string(seq) + " needs " +
+                std::to_string(n_copy) + " free blocks (raise -c)");
+  }
+  for (size_t b = b0; b < b1; ++b) {
+    const int32_t old = s.blocks[b];
+    if (ref_[old] <= 1 && !keys_[old].registered) continue;
+    const int32_t blk = take_block();  // never `old`: it is in use, so not on the LRU list
+    copy_block(old, blk);
+    s.blocks[b] = blk;
+    release(old);
+  }
+  return n;
+}
+
+void KvCache::finish_cut(int seq, int32_t p0, int32_t p1, int32_t n) {
+  Seq& s = seqs_[seq];
+  auto cell = [&](int32_t p) {
+    return static_cast<size_t>(s.blocks[p / block_size_]) * block_size_ + static_cast<size_t>(p % block_size_);
+  };
+  for (int32_t i = 0; i < n; ++i) tokens_[cell(p0 + i)] = tokens_[cell(p1 + i)];
+  truncate(seq, p0 + n);
+}
+
 void KvCache::clear() {
   for (int i = 0; i < static_cast<int>(seqs_.size()); ++i) truncate(i, 0);
   while (lru_head_ >= 0) {

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -72,6 +73,22 @@ class KvCache {
   int64_t blocks_needed(int seq, int32_t new_len) const;
   // Drops cells [p0, len) of a sequence, releasing whole blocks.
   void truncate(int seq, int32_t p0);
+  // Drops cells [p0, p1) of a sequence and moves the cells after them down by
+  // p1 - p0 (llama_memory_seq_rm + llama_memory_seq_add): V rows are copied,
+  // K rows go through move_k(il, src, dst). The blocks the moved cells land
+  // in are copied first when shared or registered, and the sequence stops
+  // registering blocks (its cells from p0 on were computed at other positions).
+  template <class MoveK>
+  void cut(int seq, int32_t p0, int32_t p1, MoveK&& move_k) {
+    const int32_t n = prepare_cut(seq, p0, p1);
+    for (int64_t il = 0; il < n_layer_; ++il) {
+      for (int32_t i = 0; i < n; ++i) {
+        move_k(il, k_row(il, seq, p1 + i), k_row(il, seq, p0 + i));
+        std::memcpy(v_row(il, seq, p0 + i), v_row(il, seq, p1 + i), sizeof(uint16_t) * static_cast<size_t>(v_dim_));
+      }
+    }
+    finish_cut(seq, p0, p1, n);
+  }
   void clear();
 
   // Prefix caching for `seq` (must be empty): on, with the hash of its salt.
@@ -114,6 +131,8 @@ class KvCache {
     const int32_t blk = seqs_[seq].blocks[p / block_size_];
     return (static_cast<size_t>(il) * n_blocks_ + blk) * block_size_ * dim + static_cast<size_t>(p % block_size_) * dim;
   }
+  int32_t prepare_cut(int seq, int32_t p0, int32_t p1);  // checks, copies; returns the cells to move
+  void finish_cut(int seq, int32_t p0, int32_t p1, int32_t n);
   uint64_t block_hash(uint64_t parent, const int32_t* tokens, uint64_t salt) const;
   int32_t find_block(uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t salt) const;
   int32_t take_block();       // an empty block, evicting the LRU cached one if needed

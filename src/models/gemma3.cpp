@@ -58,6 +58,10 @@ class Gemma3 : public Arch {
   float embd_scale = 1.0f;
   float final_softcap = 0.0f;  // gemma3.final_logit_softcapping; 0: none
 
+  KeyRope key_rope(const Hparams& hp, int64_t il, int64_t) const override {
+    const graph::AttnConfig& c = hp.is_swa(il) ? cfg_swa : cfg_global;
+    return {c.rope, c.rope_freq_factors};
+  }
   void forward(Exec& e, Step& s) const override {
     const Hparams& hp = *s.hp;
     Workspace& ws = e.ws;

@@ -39,6 +39,10 @@ class GptOss : public Arch {
   graph::AttnConfig attn_full, attn_swa;
   graph::MoeConfig moe_cfg;
 
+  KeyRope key_rope(const Hparams& hp, int64_t il, int64_t) const override {
+    const graph::AttnConfig& c = hp.is_swa(il) ? attn_swa : attn_full;
+    return {c.rope, c.rope_freq_factors};
+  }
   void forward(Exec& e, Step& s) const override {
     const Hparams& hp = *s.hp;
     Workspace& ws = e.ws;

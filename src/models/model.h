@@ -48,10 +48,21 @@ enum class WeightUse {
 
 // One architecture's forward pass. All pool threads run forward() together;
 // the ops inside split the work and meet at barriers (ops/cpu_ops.h).
+// The RoPE of a layer's keys: its parameters and frequency factors (null:
+// none). rope null: the architecture's cached keys cannot move to other
+// positions.
+struct KeyRope {
+  const RopeParams* rope = nullptr;
+  const float* freq_factors = nullptr;
+};
+
 class Arch {
  public:
   virtual ~Arch() = default;
   virtual void forward(Exec& e, Step& s) const = 0;
+  // Layer il's key RoPE in a context of n_ctx_seq cells per sequence (what
+  // llama.cpp's build_rope_shift uses to move cached keys).
+  virtual KeyRope key_rope(const Hparams& hp, int64_t il, int64_t n_ctx_seq) const = 0;
 };
 
 // Reads keys and tensors for an architecture file, remembering what was used.

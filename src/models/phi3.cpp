@@ -41,6 +41,10 @@ class Phi3 : public Arch {
   std::vector<Layer> layers;
   float q_scale = 1.0f;
 
+  KeyRope key_rope(const Hparams& hp, int64_t, int64_t n_ctx_seq) const override {
+    const Weight& factors = n_ctx_seq > hp.rope.n_ctx_orig ? rope_long : rope_short;
+    return {&hp.rope, factors.present() ? reinterpret_cast<const float*>(factors.data) : nullptr};
+  }
   void forward(Exec& e, Step& s) const override {
     const Hparams& hp = *s.hp;
     Workspace& ws = e.ws;

@@ -229,6 +229,22 @@ void rope(Exec& e, float* x, int n, int64_t n_heads, int64_t head_dim, int64_t s
   e.barrier();
 }
 
+RopeShift rope_shift(int32_t delta, const RopeParams& rp, const float* freq_factors) {
+  RopeShift sh;
+  sh.rp = &rp;
+  sh.cache.resize(static_cast<size_t>(rp.n_rot));
+  rope_cache(static_cast<float>(delta), rp, freq_factors, sh.cache.data());
+  return sh;
+}
+
+void rope_shift_row_f16(const RopeShift& sh, const uint16_t* src, uint16_t* dst, int64_t n_heads, int64_t head_dim,
+                        float* tmp) {
+  const int64_t n = n_heads * head_dim;
+  for (int64_t i = 0; i < n; ++i) tmp[i] = fp16_to_fp32(src[i]);
+  for (int64_t h = 0; h < n_heads; ++h) rope_apply(tmp + h * head_dim, *sh.rp, sh.cache.data());
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(tmp[i]);
+}
+
 void kv_store(Exec& e, Step& s, int64_t il, const float* k, int64_t k_stride, const float* v, int64_t v_stride) {
   const cpu::VecOps& vo = cpu::vec_ops();
   KvCache& kv = *s.kv;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "models/hparams.h"
 #include "models/model.h"
@@ -48,6 +49,18 @@ void matmul_group(Exec& e, const MatmulOut* outs, int count, const float* x, int
 // n_rot / 2 divisors of theta (llama 3 rope_freqs, LongRoPE), or null.
 void rope(Exec& e, float* x, int n, int64_t n_heads, int64_t head_dim, int64_t stride, const int32_t* pos,
           const RopeParams& rp, const float* freq_factors);
+
+// Keys moved by `delta` positions (llama.cpp's K shift, build_rope_shift): the
+// RoPE of position delta applied to an f16 row of n_heads heads (converted to
+// f32, rotated as rope() rotates, rounded back to f16). The cos/sin table is
+// made once per (delta, layer's RoPE).
+struct RopeShift {
+  const RopeParams* rp = nullptr;
+  std::vector<float> cache;  // n_rot: cos, sin per pair
+};
+RopeShift rope_shift(int32_t delta, const RopeParams& rp, const float* freq_factors);
+void rope_shift_row_f16(const RopeShift& sh, const uint16_t* src, uint16_t* dst, int64_t n_heads, int64_t head_dim,
+                        float* tmp);
 
 // Writes K and V rows of the step's tokens into the cache of layer il (f16).
 void kv_store(Exec& e, Step& s, int64_t il, const float* k, int64_t k_stride, const float* v, int64_t v_stride);

@@ -243,6 +243,7 @@ LibLlama::LibLlama()
   get_memory = L.fn<decltype(get_memory)>("llama_get_memory");
   memory_clear = L.fn<decltype(memory_clear)>("llama_memory_clear");
   memory_seq_rm = L.fn<decltype(memory_seq_rm)>("llama_memory_seq_rm");
+  memory_seq_add = L.fn<decltype(memory_seq_add)>("llama_memory_seq_add");
   synchronize = L.fn<decltype(synchronize)>("llama_synchronize");
 
   sampler_chain_default_params = L.fn<decltype(sampler_chain_default_params)>("llama_sampler_chain_default_params");
@@ -567,6 +568,10 @@ void LlamaContext::remove(int32_t seq_id, int32_t p0, int32_t p1) {
     throw Error("llama_memory_seq_rm refused to remove [" + std::to_string(p0) + ", " + std::to_string(p1) +
                 ") of sequence " + std::to_string(seq_id));
   }
+}
+
+void LlamaContext::shift(int32_t seq_id, int32_t p0, int32_t p1, int32_t delta) {
+  lib_.memory_seq_add(lib_.get_memory(ctx_), seq_id, p0, p1, delta);
 }
 
 uint32_t LlamaContext::n_ctx() const { return lib_.n_ctx(ctx_); }

@@ -274,6 +274,7 @@ class LibLlama {
   llama_abi::Memory* (*get_memory)(const llama_abi::Context* ctx);
   void (*memory_clear)(llama_abi::Memory* mem, bool data);
   bool (*memory_seq_rm)(llama_abi::Memory* mem, int32_t seq_id, int32_t p0, int32_t p1);
+  void (*memory_seq_add)(llama_abi::Memory* mem, int32_t seq_id, int32_t p0, int32_t p1, int32_t delta);
   void (*synchronize)(ContextP ctx);
 
   // samplers
@@ -421,6 +422,8 @@ class LlamaContext {
 
   void clear();                                              // empties the KV cache
   void remove(int32_t seq_id, int32_t p0 = -1, int32_t p1 = -1);  // drops positions [p0, p1) of a sequence
+  // llama_memory_seq_add: positions [p0, p1) of a sequence move by delta (keys re-rotated at the next decode)
+  void shift(int32_t seq_id, int32_t p0, int32_t p1, int32_t delta);
 
   uint32_t n_ctx() const;
   uint32_t n_batch() const;

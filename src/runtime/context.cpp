@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "graph/moe.h"
+#include "ops/cpu_ops.h"
 #include "models/hparams.h"
 
 namespace strix {
@@ -198,6 +199,21 @@ void Context::run_ubatch(int32_t first, int32_t count) {
   });
   // the token ids go with the cells: full blocks of a caching sequence are registered for reuse
   for (int32_t i = 0; i < count; ++i) kv_.commit(seq_[first + i], pos_[first + i], tokens_[first + i]);
+}
+
+void Context::seq_cut(int seq, int32_t p0, int32_t p1) {
+  if (p0 == p1) return;
+  const Hparams& hp = model_.hparams();
+  std::vector<ops::RopeShift> shifts;
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const KeyRope kr = model_.arch().key_rope(hp, il, n_ctx_seq_);
+    if (kr.rope == nullptr) throw Refusal("moving cached cells: this architecture's keys have no RoPE to shift");
+    shifts.push_back(ops::rope_shift(p0 - p1, *kr.rope, kr.freq_factors));
+  }
+  std::vector<float> tmp(static_cast<size_t>(kv_.k_dim()));
+  kv_.cut(seq, p0, p1, [&](int64_t il, const uint16_t* src, uint16_t* dst) {
+    ops::rope_shift_row_f16(shifts[static_cast<size_t>(il)], src, dst, hp.n_head_kv, hp.head_dim_k, tmp.data());
+  });
 }
 
 std::span<const float> Context::logits(int32_t i) const {

@@ -52,6 +52,12 @@ class Context {
   void clear() { kv_.clear(); }
   // Drops positions [p0, end) of a sequence.
   void seq_truncate(int seq, int32_t p0) { kv_.truncate(seq, p0); }
+  // Drops positions [p0, p1) of a sequence and moves the later cells down to
+  // p0, their keys rotated by p0 - p1 positions: llama_memory_seq_rm(p0, p1)
+  // then llama_memory_seq_add(p1, end, p0 - p1), which llama-server's
+  // --cache-reuse does. The sequence stops registering prefix blocks. Throws
+  // Refusal for an architecture whose keys cannot move.
+  void seq_cut(int seq, int32_t p0, int32_t p1);
   int32_t seq_len(int seq) const { return kv_.seq_len(seq); }
 
   const Model& model() const { return model_; }
