@@ -83,8 +83,9 @@ void usage(FILE* out) {
       "       --props                 allow POST /props (no property is writable yet: every field is\n"
       "                               refused by name)\n"
       "       --no-webui              accepted: Strix has no web UI yet, so there is nothing to disable\n"
-      "       --cache-reuse N         refused for N > 0: KV shifting to reuse cache chunks is not\n"
-      "                               implemented (prefix caching is automatic: cache_prompt)\n"
+      "       --cache-reuse N         past the prompt's common prefix with the slot's last sequence, reuse\n"
+      "                               matching chunks of at least N tokens by moving their cells (KV\n"
+      "                               shifting; default 0: off; prefix caching is automatic: cache_prompt)\n"
       "       --ctx-checkpoints N, --swa-checkpoints N, --swa-full\n"
       "                               accepted: every layer keeps its whole KV (as llama.cpp's --swa-full),\n"
       "                               so a cached prefix of a sliding-window model needs no checkpoint\n"
@@ -139,7 +140,7 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, host = "127.0.0.1", alias, tmpl, reasoning_format = "auto";
   std::vector<std::string> api_keys;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
-  int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1;
+  int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1, cache_reuse = 0;
   int reasoning = -1;  // -rea: 1 on, 0 off, -1 auto
   std::string reasoning_budget_message;
   bool metrics = false, slots = true, props = false;
@@ -215,11 +216,7 @@ int cmd_serve(int argc, char** argv) {
       static_dir = value();
       if (!std::filesystem::is_directory(static_dir)) throw Error("serve: --path " + static_dir + ": not a directory");
     } else if (a == "--cache-reuse") {
-      if (to_int(a, value(), 0, 1 << 30) > 0) {
-        throw Refusal(
-            "serve: --cache-reuse > 0 is not implemented (reusing KV chunks by shifting); prefix "
-            "caching needs no flag");
-      }
+      cache_reuse = to_int(a, value(), 0, 1 << 30);
     } else if (a == "--ctx-checkpoints" || a == "--swa-checkpoints") {
       // llama.cpp checkpoints a sliding-window cache because it drops the cells
       // behind the window; Strix keeps them (as --swa-full), so prefix reuse of
@@ -288,7 +285,8 @@ int cmd_serve(int argc, char** argv) {
   server::Engine engine(ctx, tk,
                         {.n_parallel = static_cast<int>(n_parallel),
                          .n_batch = static_cast<int32_t>(n_batch),
-                         .timeout_s = static_cast<double>(timeout_s)});
+                         .timeout_s = static_cast<double>(timeout_s),
+                         .n_cache_reuse = static_cast<int32_t>(cache_reuse)});
   server::Routes routes(engine, tk, *model,
                         {.alias = alias,
                          .api_keys = api_keys,

@@ -207,16 +207,20 @@ bool Engine::resume(Slot& s, int64_t reserved, bool alone) {
   KvCache& kv = ctx_.kv_cache();
   ctx_.seq_truncate(s.seq, 0);
   kv.seq_set_caching(s.seq, s.req.cache_prompt, KvCache::salt_hash(s.req.cache_salt));
-  int32_t have = s.req.cache_prompt ? kv.attach_prefix(s.seq, s.feed) : 0;
   // A fresh prompt still decodes its last token for the logits.
   const int32_t most = static_cast<int32_t>(s.feed.size()) - (s.next_token < 0 ? 1 : 0);
-  if (have > most) {
-    have = most;
-    ctx_.seq_truncate(s.seq, have);
+  int32_t have = !s.swapped ? reuse_chunks(s, most) : 0;  // a new request, not a preempted one
+  const bool reused = have > 0;
+  if (!reused) {
+    have = s.req.cache_prompt ? kv.attach_prefix(s.seq, s.feed) : 0;
+    if (have > most) {
+      have = most;
+      ctx_.seq_truncate(s.seq, have);
+    }
   }
   // A running request with the same prefix may hold more of it than the cache's
   // full blocks (n identical prompts: their partly filled last block too).
-  if (s.req.cache_prompt) {
+  if (s.req.cache_prompt && !reused) {
     const Slot* best = nullptr;
     int32_t best_n = have;
     for (const auto& o : slots_) {
@@ -246,6 +250,51 @@ bool Engine::resume(Slot& s, int64_t reserved, bool alone) {
   }
   s.n_fed = static_cast<size_t>(have);
   return true;
+}
+
+// llama-server's --cache-reuse on a fresh request: the whole blocks the cache
+// still holds of the slot's last sequence are attached, and past the prefix it
+// shares with the prompt, every run of at least n_cache_reuse tokens that
+// matches the prompt's next tokens is moved there (Context::seq_cut: the cells
+// in between dropped, the run's keys re-rotated); what follows the last run is
+// dropped. Returns the prompt tokens in place (at most `most`), or 0 (nothing
+// kept: the sequence is empty again) when no run moved, so the exact prefix
+// cache decides alone.
+int32_t Engine::reuse_chunks(Slot& s, int32_t most) {
+  if (opts_.n_cache_reuse <= 0 || !s.req.cache_prompt || s.prev.empty() || s.prev_salt != s.req.cache_salt) return 0;
+  KvCache& kv = ctx_.kv_cache();
+  const int32_t got = kv.attach_prefix(s.seq, s.prev);
+  std::vector<int32_t> cache(s.prev.begin(), s.prev.begin() + got);
+  const std::vector<int32_t>& prompt = s.feed;
+  int32_t head_p = 0;
+  while (head_p < got && head_p < most && cache[static_cast<size_t>(head_p)] == prompt[static_cast<size_t>(head_p)]) {
+    ++head_p;
+  }
+  int32_t head_c = head_p;
+  bool moved = false;
+  try {
+    while (head_c < static_cast<int32_t>(cache.size()) && head_p < most) {
+      int32_t n = 0;
+      while (head_c + n < static_cast<int32_t>(cache.size()) && head_p + n < most &&
+             cache[static_cast<size_t>(head_c + n)] == prompt[static_cast<size_t>(head_p + n)]) {
+        ++n;
+      }
+      if (n >= opts_.n_cache_reuse) {
+        ctx_.seq_cut(s.seq, head_p, head_c);
+        cache.erase(cache.begin() + head_p, cache.begin() + head_c);
+        head_p += n;
+        head_c = head_p;
+        moved = true;
+      } else {
+        ++head_c;
+      }
+    }
+  } catch (const Error&) {  // no free block for a copy: the plain path decides
+    moved = false;
+  }
+  ctx_.seq_truncate(s.seq, moved ? head_p : 0);
+  if (!moved) kv.seq_set_caching(s.seq, true, KvCache::salt_hash(s.req.cache_salt));
+  return moved ? head_p : 0;
 }
 
 // The free slot a queued request may take: its own when pinned (id_slot), else the first free one.
@@ -435,6 +484,14 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   if (why == Finish::kWord) e.stop_word = s.stop_word;
   s.out->push(std::move(e));
   s.stop_word.clear();
+  // what the cache holds of this sequence, for a later --cache-reuse on this slot
+  s.prev.clear();
+  if (s.req.cache_prompt) {
+    s.prev = s.req.prompt;
+    s.prev.insert(s.prev.end(), s.generated.begin(), s.generated.end());
+    s.prev.resize(std::min(s.prev.size(), static_cast<size_t>(ctx_.seq_len(s.seq))));
+    s.prev_salt = s.req.cache_salt;
+  }
   ctx_.seq_truncate(s.seq, 0);  // the sequence's blocks go back to the pool (full ones stay cached)
   s.out.reset();
   s.req = GenRequest();

@@ -63,6 +63,11 @@ class Engine {
     int n_parallel = 1;
     int32_t n_batch = 2048;  // most tokens per step (the Context splits it in n_ubatch passes)
     double timeout_s = 0;    // > 0: deadline of requests that set no timeout_ms (queue time included)
+    // llama-server's --cache-reuse: > 0, a new request on a slot also reuses
+    // chunks of at least this many tokens of the slot's last sequence that
+    // match its prompt after the common prefix, moved to their new positions
+    // (Context::seq_cut); 0: the exact prefix cache only.
+    int32_t n_cache_reuse = 0;
   };
   // ctx must have n_seq_max >= n_parallel; both must outlive the Engine.
   Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts);
@@ -124,6 +129,7 @@ class Engine {
   void admit();
   Slot* free_slot_for(const GenRequest& req);
   bool resume(Slot& s, int64_t reserved, bool alone);
+  int32_t reuse_chunks(Slot& s, int32_t most);
   bool step();
   void expire();
   void preempt(Slot& s);

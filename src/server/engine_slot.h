@@ -25,6 +25,10 @@ struct Engine::Slot {
   std::vector<int32_t> feed;
   size_t n_fed = 0;
   int32_t n_cached = 0;            // prompt tokens attached from the prefix cache at admission
+  // The tokens of this slot's last finished sequence (its cells at the end,
+  // prompt then generated) and its cache salt, for --cache-reuse.
+  std::vector<int32_t> prev;
+  std::string prev_salt;
   int32_t next_token = -1;         // sampled but not yet decoded
   std::vector<int32_t> generated;  // sampled tokens (the last one may still be next_token)
   int32_t n_gen = 0;
