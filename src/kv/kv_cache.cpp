@@ -146,19 +146,32 @@ void KvCache::copy_block(int32_t from, int32_t to) {
               tokens_.begin() + static_cast<size_t>(to) * block_size_);
 }
 
+bool KvCache::shared(int32_t blk) const { return ref_[blk] > 1 || keys_[blk].registered; }
+
+int64_t KvCache::count_shared(const Seq& s, size_t b0, size_t b1) const {
+  int64_t n = 0;
+  for (size_t b = b0; b < s.blocks.size() && b < b1; ++b) n += shared(s.blocks[b]);
+  return n;
+}
+
+void KvCache::copy_shared(Seq& s, size_t b0, size_t b1) {
+  for (size_t b = b0; b < s.blocks.size() && b < b1; ++b) {
+    const int32_t old = s.blocks[b];
+    if (!shared(old)) continue;
+    const int32_t blk = take_block();  // never `old`: it is in use, so not on the LRU list
+    copy_block(old, blk);
+    s.blocks[b] = blk;
+    release(old);
+  }
+}
+
 int64_t KvCache::blocks_needed(int seq, int32_t new_len) const {
   const Seq& s = seqs_[seq];
   const size_t need = (static_cast<size_t>(new_len) + block_size_ - 1) / block_size_;
   // Blocks the new cells [len, new_len) write into that others hold or the index serves: copied first.
-  size_t n_copy = 0;
-  if (new_len > s.len) {
-    for (size_t b = static_cast<size_t>(s.len) / block_size_; b < s.blocks.size() && b < need; ++b) {
-      const int32_t blk = s.blocks[b];
-      if (ref_[blk] > 1 || keys_[blk].registered) ++n_copy;
-    }
-  }
+  const int64_t n_copy = new_len > s.len ? count_shared(s, static_cast<size_t>(s.len) / block_size_, need) : 0;
   const size_t n_new = need > s.blocks.size() ? need - s.blocks.size() : 0;
-  return static_cast<int64_t>(n_new + n_copy);
+  return static_cast<int64_t>(n_new) + n_copy;
 }
 
 void KvCache::reserve(int seq, int32_t new_len) {
@@ -170,16 +183,7 @@ void KvCache::reserve(int seq, int32_t new_len) {
     throw Error("the context is full: sequence " + std::to_string(seq) + " needs " + std::to_string(new_len) +
                 " cells, the KV cache holds " + std::to_string(n_blocks_ * block_size_) + " in all (raise -c)");
   }
-  if (copy) {
-    for (size_t b = static_cast<size_t>(s.len) / block_size_; b < s.blocks.size() && b < need; ++b) {
-      const int32_t old = s.blocks[b];
-      if (ref_[old] <= 1 && !keys_[old].registered) continue;
-      const int32_t blk = take_block();  // never `old`: it is in use, so not on the LRU list
-      copy_block(old, blk);
-      s.blocks[b] = blk;
-      release(old);
-    }
-  }
+  if (copy) copy_shared(s, static_cast<size_t>(s.len) / block_size_, need);
   while (s.blocks.size() < need) s.blocks.push_back(take_block());
 }
 
@@ -227,20 +231,12 @@ int32_t KvCache::prepare_cut(int seq, int32_t p0, int32_t p1) {
   const size_t b0 = static_cast<size_t>(p0) / block_size_;
   if (s.hashes.size() > b0) s.hashes.resize(b0);
   const size_t b1 = (static_cast<size_t>(new_len) + block_size_ - 1) / block_size_;
-  int64_t n_copy = 0;
-  for (size_t b = b0; b < b1; ++b) n_copy += ref_[s.blocks[b]] > 1 || keys_[s.blocks[b]].registered;
+  const int64_t n_copy = count_shared(s, b0, b1);
   if (n_copy > n_free_blocks()) {
     throw Error("the context is full: moving cells of sequence " + std::to_string(seq) + " needs " +
                 std::to_string(n_copy) + " free blocks (raise -c)");
   }
-  for (size_t b = b0; b < b1; ++b) {
-    const int32_t old = s.blocks[b];
-    if (ref_[old] <= 1 && !keys_[old].registered) continue;
-    const int32_t blk = take_block();  // never `old`: it is in use, so not on the LRU list
-    copy_block(old, blk);
-    s.blocks[b] = blk;
-    release(old);
-  }
+  copy_shared(s, b0, b1);
   return n;
 }
 

@@ -131,6 +131,10 @@ class KvCache {
     const int32_t blk = seqs_[seq].blocks[p / block_size_];
     return (static_cast<size_t>(il) * n_blocks_ + blk) * block_size_ * dim + static_cast<size_t>(p % block_size_) * dim;
   }
+  struct Seq;
+  bool shared(int32_t blk) const;  // held by another table or registered: written only after a copy
+  int64_t count_shared(const Seq& s, size_t b0, size_t b1) const;
+  void copy_shared(Seq& s, size_t b0, size_t b1);        // blocks [b0, b1) of s that are shared, copied
   int32_t prepare_cut(int seq, int32_t p0, int32_t p1);  // checks, copies; returns the cells to move
   void finish_cut(int seq, int32_t p0, int32_t p1, int32_t n);
   uint64_t block_hash(uint64_t parent, const int32_t* tokens, uint64_t salt) const;

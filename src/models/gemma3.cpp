@@ -108,16 +108,18 @@ std::unique_ptr<Arch> load_gemma3(ModelLoader& ld, Hparams& hp) {
   m->final_softcap = ld.f32_or("final_logit_softcapping", 0.0f);
   const GgufValue* pat = ld.file().find("gemma3.attention.sliding_window_pattern");
   if (pat && pat->is_array()) {
-    throw Refusal(path + ": key gemma3.attention.sliding_window_pattern as a per-layer array is not implemented "
-                         "for gemma3 yet");
+    throw Refusal(path +
+                  ": key gemma3.attention.sliding_window_pattern as a per-layer array is not implemented "
+                  "for gemma3 yet");
   }
   const int64_t period = ld.u32_or("attention.sliding_window_pattern", kSwaPattern);
   hp.rope_swa = hp.rope;  // yarn's ext/attn factors and betas are the context's, shared by both kinds
   hp.rope_swa.freq_base = ld.f32_or("rope.freq_base_swa", kSwaRopeBase);
   if (hp.n_swa > 0) {
     if (period == 1) {
-      throw Refusal(path + ": gemma3.attention.sliding_window_pattern 1 leaves no sliding-window layer, "
-                           "which llama.cpp does not run either");
+      throw Refusal(path +
+                    ": gemma3.attention.sliding_window_pattern 1 leaves no sliding-window layer, "
+                    "which llama.cpp does not run either");
     }
     // llama.cpp's set_swa_pattern(period): il % period < period - 1 slides; the rest are global
     for (int64_t il = 0; il < hp.n_layer; ++il) hp.swa_layers[il] = period == 0 || il % period < period - 1;

@@ -137,7 +137,8 @@ Weight ModelLoader::optional(const std::string& name, std::initializer_list<int6
     }
   }
   const TypeTraits* tt = type_traits(t->type);
-  if (!tt) throw Refusal(file_.splits()[0].path + ": tensor " + name + " has unknown type id " + std::to_string(t->type));
+  if (!tt)
+    throw Refusal(file_.splits()[0].path + ": tensor " + name + " has unknown type id " + std::to_string(t->type));
   Weight w;
   w.name = t->name.c_str();
   w.type = static_cast<GgmlType>(t->type);
@@ -160,8 +161,7 @@ void ModelLoader::finish() {
   const std::string prefix = arch_ + ".";
   for (const GgufKV& kv : file_.kvs()) {
     if (kv.key.compare(0, prefix.size(), prefix) == 0 && !used_keys_.count(kv.key)) {
-      throw Refusal(file_.splits()[0].path + ": key " + kv.key + " is not implemented for " + arch_ +
-                    " in Strix yet");
+      throw Refusal(file_.splits()[0].path + ": key " + kv.key + " is not implemented for " + arch_ + " in Strix yet");
     }
   }
   for (const GgufTensor& t : file_.tensors()) {
@@ -212,7 +212,8 @@ void read_common_hparams(ModelLoader& ld, Hparams& hp, bool rms_norm) {
     factor = ld.f32_or("rope.scale_linear", 0.0f);
   }
   r.freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
-  r.n_ctx_orig = static_cast<int>(ld.u32_or("rope.scaling.original_context_length", static_cast<uint32_t>(hp.n_ctx_train)));
+  r.n_ctx_orig =
+      static_cast<int>(ld.u32_or("rope.scaling.original_context_length", static_cast<uint32_t>(hp.n_ctx_train)));
   // for YaRN the architecture file multiplies in yarn_attn_factor() (llama_context does it for all)
   r.attn_factor = ld.f32_or("rope.scaling.attn_factor", 1.0f);
   ld.accept("rope.scaling.finetuned");  // informational

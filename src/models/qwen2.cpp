@@ -34,7 +34,9 @@ class Qwen2 : public Arch {
   std::vector<Layer> layers;
   graph::AttnConfig attn_cfg;
 
-  KeyRope key_rope(const Hparams&, int64_t, int64_t) const override { return {attn_cfg.rope, attn_cfg.rope_freq_factors}; }
+  KeyRope key_rope(const Hparams&, int64_t, int64_t) const override {
+    return {attn_cfg.rope, attn_cfg.rope_freq_factors};
+  }
   void forward(Exec& e, Step& s) const override {
     graph::prenorm_decoder(
         e, s, tok_embd, layers, output_norm, output,

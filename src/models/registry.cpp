@@ -12,14 +12,8 @@ namespace {
 
 const std::vector<std::pair<std::string, ArchLoadFn>>& registry() {
   static const std::vector<std::pair<std::string, ArchLoadFn>> archs = {
-      {"llama", load_llama},
-      {"gemma3", load_gemma3},
-      {"qwen3moe", load_qwen3moe},
-      {"olmoe", load_olmoe},
-      {"gpt-oss", load_gpt_oss},
-      {"qwen2", load_qwen2},
-      {"qwen3", load_qwen3},
-      {"phi3", load_phi3},
+      {"llama", load_llama},     {"gemma3", load_gemma3}, {"qwen3moe", load_qwen3moe}, {"olmoe", load_olmoe},
+      {"gpt-oss", load_gpt_oss}, {"qwen2", load_qwen2},   {"qwen3", load_qwen3},       {"phi3", load_phi3},
   };
   return archs;
 }

@@ -26,8 +26,8 @@ void get_rows(Exec& e, const Weight& w, const int32_t* tokens, int n, float* out
   e.barrier();
 }
 
-void rms_norm(Exec& e, const float* x, int64_t n_rows, int64_t dim, int64_t x_stride, float* out,
-              int64_t out_stride, const float* w, float eps) {
+void rms_norm(Exec& e, const float* x, int64_t n_rows, int64_t dim, int64_t x_stride, float* out, int64_t out_stride,
+              const float* w, float eps) {
   const auto [r0, r1] = e.range(n_rows);
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * x_stride;
@@ -92,8 +92,8 @@ void matmul_rows(Exec& e, const Weight& w, const uint8_t* act, size_t act_stride
       }
       const cpu::GemmFn gemv_cols = e.k.gemv_cols[static_cast<uint32_t>(w.type)];
       if (tok_block == 1 && gemv_cols != nullptr && vec_dot_tail == 0) {  // experts: all columns in gemv order
-        gemv_cols(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act, act_stride, n,
-                  y + rb, static_cast<size_t>(y_stride));
+        gemv_cols(static_cast<int>(ne0), wbase + rb * w.nb1, w.nb1, static_cast<int>(nrb), act, act_stride, n, y + rb,
+                  static_cast<size_t>(y_stride));
       } else {
         for (int64_t tb = 0; tb < n - vec_dot_tail; tb += tok_block) {
           int64_t ntb = std::min<int64_t>(tok_block, n - vec_dot_tail - tb);

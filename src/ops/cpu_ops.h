@@ -22,8 +22,8 @@ void get_rows(Exec& e, const Weight& w, const int32_t* tokens, int n, float* out
 
 // out = x / rms(x) (* w when given), per row of `dim`; rows are stride apart.
 // In place is fine (out == x).
-void rms_norm(Exec& e, const float* x, int64_t n_rows, int64_t dim, int64_t x_stride, float* out,
-              int64_t out_stride, const float* w, float eps);
+void rms_norm(Exec& e, const float* x, int64_t n_rows, int64_t dim, int64_t x_stride, float* out, int64_t out_stride,
+              const float* w, float eps);
 
 // y[t][r] = dot(W row r, x[t]) (+ bias[r]) for t < n, r < W.ne[1]; `expert`
 // picks the 2-D slice of a 3-D weight. x rows x_stride floats apart, y rows

@@ -200,8 +200,7 @@ const LibLlama& LibLlama::get() {
   return instance;
 }
 
-LibLlama::LibLlama()
-    : ggml_(reference_dir() + "/" + kLibGgml), llama_(reference_dir() + "/" + kLibLlama) {
+LibLlama::LibLlama() : ggml_(reference_dir() + "/" + kLibGgml), llama_(reference_dir() + "/" + kLibLlama) {
   const SharedLib& L = llama_;
   raw_model_defaults_ = L.fn<RawDefaultsFn>("llama_model_default_params");
   raw_context_defaults_ = L.fn<RawDefaultsFn>("llama_context_default_params");
@@ -341,8 +340,8 @@ void LibLlama::self_check() const {
   const auto name_is = [&](int32_t mode, const char* want) {
     const char* got = mode_name(mode);
     if (got == nullptr || std::strcmp(got, want) != 0) {
-      abi_mismatch(std::string("llama_load_mode_name(") + std::to_string(mode) + ") is \"" +
-                   (got ? got : "(null)") + "\", expected \"" + want + "\"");
+      abi_mismatch(std::string("llama_load_mode_name(") + std::to_string(mode) + ") is \"" + (got ? got : "(null)") +
+                   "\", expected \"" + want + "\"");
     }
   };
   name_is(0, "none");
@@ -433,8 +432,8 @@ std::vector<int32_t> LlamaModel::tokenize(std::string_view text, bool add_specia
   if (text.size() > static_cast<size_t>(INT32_MAX / 2)) throw Error("text too long for llama_tokenize");
   const auto len = static_cast<int32_t>(text.size());
   std::vector<int32_t> out(text.size() + 8);
-  int32_t n = lib_.tokenize(vocab_, text.data(), len, out.data(), static_cast<int32_t>(out.size()), add_special,
-                            parse_special);
+  int32_t n =
+      lib_.tokenize(vocab_, text.data(), len, out.data(), static_cast<int32_t>(out.size()), add_special, parse_special);
   if (n < 0) {
     if (n == INT32_MIN) throw Error("llama_tokenize overflowed int32 on a text of " + std::to_string(len) + " bytes");
     out.resize(static_cast<size_t>(-n));
@@ -537,8 +536,8 @@ void LlamaContext::decode(std::span<const int32_t> tokens, std::span<const int32
   batch.logits = out.data();
   const int32_t rc = lib_.decode(ctx_, batch);
   if (rc != 0) {
-    const char* why = rc == 1 ? "no KV slot for the batch (context full)"
-                      : rc == 2 ? "aborted"
+    const char* why = rc == 1    ? "no KV slot for the batch (context full)"
+                      : rc == 2  ? "aborted"
                       : rc == -1 ? "invalid batch"
                                  : "compute error";
     throw Error("llama_decode failed (" + std::to_string(rc) + "): " + why);

@@ -288,8 +288,8 @@ class LibLlama {
   SamplerP (*sampler_init_min_p)(float p, size_t min_keep);
   SamplerP (*sampler_init_temp)(float t);
   // The pinned build takes n_vocab first (5 arguments; older headers had 4).
-  SamplerP (*sampler_init_penalties)(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat,
-                                     float penalty_freq, float penalty_present);
+  SamplerP (*sampler_init_penalties)(int32_t n_vocab, int32_t penalty_last_n, float penalty_repeat, float penalty_freq,
+                                     float penalty_present);
   // The remaining initialisers, argument registers checked against the pinned
   // binary's disassembly (x86-64 SysV: integer/pointer and float arguments are
   // counted separately, so only the order within each class matters there).
@@ -372,7 +372,7 @@ class LlamaModel {
   bool is_eog(int32_t token) const;
   // llama_vocab_get_suppress_tokens (tokenizer.ggml.suppress_tokens).
   std::vector<int32_t> suppress_tokens() const;
-  std::string desc() const;                                 // e.g. "llama ?B all F32"
+  std::string desc() const;                                       // e.g. "llama ?B all F32"
   std::optional<std::string> meta(const std::string& key) const;  // scalar GGUF metadata as text
 
   std::vector<int32_t> tokenize(std::string_view text, bool add_special, bool parse_special) const;
@@ -410,8 +410,8 @@ class LlamaContext {
   // Decodes one batch. tokens/positions/seq_ids have one entry per token;
   // want_logits is empty (all tokens get logits) or one flag per token. Throws
   // Error on a size mismatch or when llama_decode fails.
-  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-              std::span<const int32_t> seq_ids, std::span<const uint8_t> want_logits = {});
+  void decode(std::span<const int32_t> tokens, std::span<const int32_t> positions, std::span<const int32_t> seq_ids,
+              std::span<const uint8_t> want_logits = {});
   // Convenience: one sequence, positions pos0.., logits for every token.
   void decode_seq(std::span<const int32_t> tokens, int32_t pos0, int32_t seq_id = 0);
 
@@ -420,7 +420,7 @@ class LlamaContext {
   // Error when that token had no output.
   std::span<const float> logits(int32_t i) const;
 
-  void clear();                                              // empties the KV cache
+  void clear();                                                   // empties the KV cache
   void remove(int32_t seq_id, int32_t p0 = -1, int32_t p1 = -1);  // drops positions [p0, p1) of a sequence
   // llama_memory_seq_add: positions [p0, p1) of a sequence move by delta (keys re-rotated at the next decode)
   void shift(int32_t seq_id, int32_t p0, int32_t p1, int32_t delta);

@@ -6,8 +6,8 @@
 
 #include "core/error.h"
 #include "graph/moe.h"
-#include "ops/cpu_ops.h"
 #include "models/hparams.h"
+#include "ops/cpu_ops.h"
 
 namespace strix {
 
@@ -59,10 +59,11 @@ Context::Context(const Model& model, const ContextOptions& opts)
       hp.n_expert > 0 ? graph::moe_scratch_width(hp.n_embd, hp.n_expert, hp.n_expert_used, hp.n_ff_exp) : 0;
   ws_.n_tokens_max = ub;
   // attention: 16 lane accumulators of head_dim_v, q in f16, a score per cell; rope: n_rot
-  ws_.thread_scratch_floats =
-      static_cast<size_t>(opts_.n_ctx + 64 * hp.head_dim_v + hp.head_dim_k + std::max(hp.head_dim_k, hp.head_dim_v) + 256);
-  const size_t total = static_cast<size_t>(ub) * (hp.n_embd + wide + qkv + hp.k_dim() + hp.v_dim() + att + 2 * wide + moe) +
-                       ws_.thread_scratch_floats * pool_.size();
+  ws_.thread_scratch_floats = static_cast<size_t>(opts_.n_ctx + 64 * hp.head_dim_v + hp.head_dim_k +
+                                                  std::max(hp.head_dim_k, hp.head_dim_v) + 256);
+  const size_t total =
+      static_cast<size_t>(ub) * (hp.n_embd + wide + qkv + hp.k_dim() + hp.v_dim() + att + 2 * wide + moe) +
+      ws_.thread_scratch_floats * pool_.size();
   buffers_.assign(total, 0.0f);
   float* p = buffers_.data();
   auto take = [&](int64_t width) {

@@ -86,11 +86,11 @@ class Context {
 
   // the current batch
   std::span<const int32_t> tokens_, pos_, seq_;
-  std::vector<int32_t> out_ids_;       // per ubatch: indices with outputs
-  std::vector<int32_t> output_of_;     // batch index -> output row or -1
-  std::vector<float> logits_;          // [n_outputs, n_vocab]
+  std::vector<int32_t> out_ids_;    // per ubatch: indices with outputs
+  std::vector<int32_t> output_of_;  // batch index -> output row or -1
+  std::vector<float> logits_;       // [n_outputs, n_vocab]
   int32_t n_outputs_ = 0;
-  std::vector<int32_t> out_rows_;      // output row -> batch index
+  std::vector<int32_t> out_rows_;  // output row -> batch index
 };
 
 }  // namespace strix

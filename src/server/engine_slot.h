@@ -24,7 +24,7 @@ struct Engine::Slot {
   // generated tokens that were decoded too. n_fed of them are in the cache.
   std::vector<int32_t> feed;
   size_t n_fed = 0;
-  int32_t n_cached = 0;            // prompt tokens attached from the prefix cache at admission
+  int32_t n_cached = 0;  // prompt tokens attached from the prefix cache at admission
   // The tokens of this slot's last finished sequence (its cells at the end,
   // prompt then generated) and its cache salt, for --cache-reuse.
   std::vector<int32_t> prev;
@@ -34,9 +34,9 @@ struct Engine::Slot {
   int32_t n_gen = 0;
   int32_t row = -1;  // batch index of this slot's logits in the current step
   std::unique_ptr<tok::StreamDetokenizer> detok;
-  std::string text;  // generated text so far
+  std::string text;       // generated text so far
   std::string stop_word;  // the stop string that ended it (for the final event)
-  size_t sent = 0;   // bytes of `text` already pushed
+  size_t sent = 0;        // bytes of `text` already pushed
   // n_probs > 0: each sampled token's probabilities, with the end of its text
   // in `text` once the detokenizer let that text out.
   struct PendingProbs {
