@@ -196,8 +196,7 @@ std::vector<Option> build_table() {
        "N",
        nullptr,
        C,
-       "number of tokens to keep from the initial prompt (default: 0, -1 = all); only used by context shift, "
-       "which Strix does not do (generation stops when the context is full)",
+       "number of tokens to keep from the initial prompt (default: 0, -1 = all); used by --context-shift",
        [](P p, V v) {
          p.n_keep = to_int(v);
          if (p.n_keep < -1) throw Error("--keep must be >= -1");
@@ -281,6 +280,14 @@ std::vector<Option> build_table() {
          p.input_suffix = v;
          p.enable_chat_template = false;
        }});
+  add({{"--context-shift"},
+       {"--no-context-shift"},
+       nullptr,
+       "LLAMA_ARG_CONTEXT_SHIFT",
+       C,
+       "when the context is full, drop half of the tokens after the first --keep ones and go on (default: "
+       "disabled: generation stops)",
+       [](P p, V v) { p.ctx_shift = v == "1"; }});
   add({{"--warmup"},
        {"--no-warmup"},
        nullptr,
@@ -724,7 +731,6 @@ const char* const kNotImplemented[] = {"-i",
                                        "--interactive",
                                        "-if",
                                        "--interactive-first",
-                                       "--context-shift",
                                        "-mli",
                                        "--multiline-input",
                                        "--in-prefix-bos",

@@ -59,6 +59,7 @@ struct CliParams {
   std::string flash_attn = "auto";
   std::string cache_type_k = "f16", cache_type_v = "f16";
   bool warmup = true;
+  bool ctx_shift = false;  // --context-shift
   bool mlock = false;
   int mmap = -1;  // --mmap 1 / --no-mmap 0 / -1: read into huge pages when it fits (WeightMemory::kAuto)
   sampling::Params sampling;

@@ -57,9 +57,15 @@ void Generator::queue(std::span<const int32_t> tokens, bool into_history) {
 
 bool Generator::flush() {
   if (pending_.empty()) return true;
-  // llama-completion stops when n_past + batch >= n_ctx (no context shift)
+  // llama-completion: when n_past + batch >= n_ctx it stops, or with context
+  // shift keeps n_keep cells and drops half of the rest (n_discard), moving the
+  // later cells down
   if (static_cast<int64_t>(ctx_.seq_len(0)) + static_cast<int64_t>(pending_.size()) >= ctx_.n_ctx()) {
-    return false;
+    const int32_t n_past = ctx_.seq_len(0);
+    const int32_t n_discard = (n_past - n_keep_) / 2;
+    if (!shift_ || n_discard <= 0) return false;
+    ctx_.seq_cut(0, n_keep_, n_keep_ + n_discard);
+    if (static_cast<int64_t>(ctx_.seq_len(0)) + static_cast<int64_t>(pending_.size()) >= ctx_.n_ctx()) return false;
   }
   for (size_t i = 0; i < pending_.size(); i += static_cast<size_t>(n_batch_)) {
     const size_t n = std::min(pending_.size() - i, static_cast<size_t>(n_batch_));

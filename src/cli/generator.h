@@ -45,6 +45,14 @@ class Generator {
   Stop generate(int32_t n_predict, const std::vector<std::string>& antiprompts, tok::StreamDetokenizer& detok,
                 std::string& text);
 
+  // llama-completion's context shift: when the queued tokens would not fit,
+  // the first n_keep cells stay, half of the rest is dropped and the later
+  // cells move down (Decoder::seq_cut).
+  void enable_context_shift(int32_t n_keep) {
+    shift_ = true;
+    n_keep_ = n_keep;
+  }
+
   int32_t n_past() const { return ctx_.seq_len(0); }
   int64_t n_ctx() const { return ctx_.n_ctx(); }
 
@@ -56,6 +64,8 @@ class Generator {
   Perf& perf_;
   int32_t n_batch_;
   std::vector<int32_t> pending_;
+  bool shift_ = false;
+  int32_t n_keep_ = 0;
 };
 
 }  // namespace strix::cli

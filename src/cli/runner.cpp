@@ -35,6 +35,13 @@ namespace strix::cli {
 
 namespace {
 
+// llama-completion's n_keep for context shift: the whole prompt when --keep is
+// -1 or longer than it, else --keep plus the BOS token.
+int32_t context_shift_keep(int32_t keep, size_t n_prompt, bool add_bos) {
+  if (keep < 0 || static_cast<size_t>(keep) > n_prompt) return static_cast<int32_t>(n_prompt);
+  return keep + (add_bos ? 1 : 0);
+}
+
 using Clock = std::chrono::steady_clock;
 
 std::string token_text(const tok::Vocab& v, int32_t id) {
@@ -110,6 +117,9 @@ int run(CliParams& p) {
   } else if (may_offload) {
     on_gpu = cuda::parse_ngl(p.n_gpu_layers, model->hparams().n_layer);  // refuses a partial count by name
     if (on_gpu) cuda::check_model(*model);
+    if (on_gpu && p.ctx_shift) {
+      throw Refusal("--context-shift with -ngl: moving cached cells is not implemented on the CUDA backend");
+    }
   }
   const tok::Tokenizer tk = tok::Tokenizer::from_file(path);
   if (p.mlock && mlockall(MCL_CURRENT) != 0) {
@@ -213,6 +223,7 @@ int run(CliParams& p) {
                   ")");
     }
     if (p.verbose_prompt) print_verbose_prompt(tk, p.prompt, ids);
+    if (p.ctx_shift) gen.enable_context_shift(context_shift_keep(p.n_keep, ids.size(), vocab.add_bos));
     tok::StreamDetokenizer detok(tk);
     std::string echo;
     for (int32_t id : ids) echo += detok.push(id);
@@ -279,11 +290,15 @@ int run(CliParams& p) {
         console.set_display(Display::kReset);
       }
       gen.queue(ids, true);
+      if (p.ctx_shift) gen.enable_context_shift(context_shift_keep(p.n_keep, ids.size(), vocab.add_bos));
     } else if (!format_chat && first_turn_given) {
       // raw interactive mode (--in-prefix/--in-suffix): the prompt as text
       const std::vector<int32_t> ids = tk.tokenize(p.prompt, true, true);
       if (p.display_prompt) console.write(tk.detokenize(ids, true, false));
       gen.queue(ids, true);
+      if (p.ctx_shift) gen.enable_context_shift(context_shift_keep(p.n_keep, ids.size(), vocab.add_bos));
+    } else if (p.ctx_shift) {
+      gen.enable_context_shift(context_shift_keep(p.n_keep, 0, vocab.add_bos));
     }
     bool done = false;
     if (first_turn_given) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/error.h"
+
 namespace strix {
 
 class Decoder {
@@ -18,6 +20,8 @@ class Decoder {
   virtual int32_t seq_len(int seq) const = 0;
   virtual void clear() = 0;
   virtual int64_t n_ctx() const = 0;  // cells per sequence
+  // As Context::seq_cut; Refusal where the backend cannot move cached cells.
+  virtual void seq_cut(int seq, int32_t p0, int32_t p1) = 0;
 };
 
 template <class C>
@@ -31,6 +35,13 @@ class DecoderOf final : public Decoder {
   int32_t seq_len(int seq) const override { return ctx_.seq_len(seq); }
   void clear() override { ctx_.clear(); }
   int64_t n_ctx() const override { return n_ctx_; }
+  void seq_cut(int seq, int32_t p0, int32_t p1) override {
+    if constexpr (requires { ctx_.seq_cut(seq, p0, p1); }) {
+      ctx_.seq_cut(seq, p0, p1);
+    } else {
+      throw Refusal("context shift: moving cached cells is not implemented on this backend (run without -ngl)");
+    }
+  }
 
  private:
   C& ctx_;

@@ -265,7 +265,7 @@ TEST(CliArgs, bad_input_is_an_error_naming_the_flag) {
 
 TEST(CliArgs, unimplemented_is_a_refusal_naming_it) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"-ctk", "q8_0"}, {"-ctv", "q4_0"}, {"--lora", "x.gguf"}, {"-i"}, {"--context-shift"}}) {
+           {"-ctk", "q8_0"}, {"-ctv", "q4_0"}, {"--lora", "x.gguf"}, {"-i"}, {"-sp"}}) {
     try {
       parse(args);
       ADD_FAILURE() << args[0] << " was accepted";
