@@ -40,10 +40,14 @@ std::vector<std::string> model_args(std::vector<std::string> more) {
   if (cli_test::stories_model().empty()) GTEST_SKIP() << "../shared/data/stories260K.gguf is absent"
 
 // libllama's greedy continuation (argmax of its logits), at most n tokens,
-// stopping before an end-of-generation token.
+// stopping before an end-of-generation token. n_keep >= 0: llama-completion's
+// context shift in an n_ctx context (when the next token would not fit, keep
+// n_keep cells, drop half of the rest with llama_memory_seq_rm and move the
+// later cells down with llama_memory_seq_add).
 std::vector<int32_t> ref_greedy(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
-                                int swap_at = -1) {
-  strix::ref::LlamaContext ctx(m, {.n_ctx = 512, .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
+                                int swap_at = -1, int32_t n_ctx = 512, int32_t n_keep = -1) {
+  strix::ref::LlamaContext ctx(
+      m, {.n_ctx = static_cast<uint32_t>(n_ctx), .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
   ctx.decode_seq(prompt, 0);
   int32_t pos = static_cast<int32_t>(prompt.size());
   std::vector<int32_t> out;
@@ -57,6 +61,13 @@ std::vector<int32_t> ref_greedy(const strix::ref::LlamaModel& m, const std::vect
     const int32_t t = i == swap_at ? order[1] : order[0];
     if (m.is_eog(t)) break;
     out.push_back(t);
+    if (i + 1 == n) break;  // the last token is not decoded
+    if (n_keep >= 0 && pos + 1 >= n_ctx) {
+      const int32_t n_discard = (pos - n_keep) / 2;
+      ctx.remove(0, n_keep, n_keep + n_discard);
+      ctx.shift(0, n_keep + n_discard, pos, -n_discard);
+      pos -= n_discard;
+    }
     const int32_t one[1] = {t};
     ctx.decode_seq(one, pos++);
   }
@@ -234,35 +245,6 @@ TEST(CliRun, greedy_output_matches_libllama) {
 // (llama_memory_seq_add). Greedy 150 tokens cross the 64-cell context three
 // times. Controls: without the flag the CLI stops when the context is full,
 // and one different token choice changes the text.
-std::vector<int32_t> ref_greedy_shifting(const strix::ref::LlamaModel& m, const std::vector<int32_t>& prompt, int n,
-                                         int32_t n_ctx, int32_t n_keep, int swap_at = -1) {
-  strix::ref::LlamaContext ctx(
-      m, {.n_ctx = static_cast<uint32_t>(n_ctx), .n_batch = 512, .n_ubatch = 512, .n_threads = 1});
-  ctx.decode_seq(prompt, 0);
-  int32_t n_past = static_cast<int32_t>(prompt.size());
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    const auto lg = ctx.logits(-1);
-    std::vector<int32_t> order(lg.size());
-    for (size_t v = 0; v < lg.size(); ++v) order[v] = static_cast<int32_t>(v);
-    std::partial_sort(order.begin(), order.begin() + 2, order.end(),
-                      [&](int32_t a, int32_t b) { return lg[a] > lg[b]; });
-    const int32_t t = i == swap_at ? order[1] : order[0];
-    if (m.is_eog(t)) break;
-    out.push_back(t);
-    if (i + 1 == n) break;  // the last token is not decoded
-    if (n_past + 1 >= n_ctx) {
-      const int32_t n_discard = (n_past - n_keep) / 2;
-      ctx.remove(0, n_keep, n_keep + n_discard);
-      ctx.shift(0, n_keep + n_discard, n_past, -n_discard);
-      n_past -= n_discard;
-    }
-    const int32_t one[1] = {t};
-    ctx.decode_seq(one, n_past++);
-  }
-  return out;
-}
-
 TEST(CliRun, context_shift_matches_libllama) {
   REQUIRE_MODEL();
   const std::string prompt = "Once upon a time";
@@ -272,13 +254,13 @@ TEST(CliRun, context_shift_matches_libllama) {
   const strix::ref::LlamaModel m(cli_test::stories_model());
   const auto ids = m.tokenize(prompt, true, true);
   const int32_t n_keep = 4 + (m.add_bos() ? 1 : 0);
-  const auto gen = ref_greedy_shifting(m, ids, 150, 64, n_keep);
+  const auto gen = ref_greedy(m, ids, 150, -1, 64, n_keep);
   ASSERT_GT(gen.size(), 120u) << "the reference should cross the context more than once";
   std::string expect = pieces(m, ids) + pieces(m, gen);
   if (gen.size() < 150) expect += " [end of text]\n";
   expect += "\n\n";
   EXPECT_EQ(r.out, expect);
-  const auto broken = ref_greedy_shifting(m, ids, 150, 64, n_keep, /*swap_at=*/70);
+  const auto broken = ref_greedy(m, ids, 150, /*swap_at=*/70, 64, n_keep);
   EXPECT_NE(r.out, pieces(m, ids) + pieces(m, broken) + "\n\n");
   // without the flag: stops when the context is full
   const Result off = strix(model_args({"-p", prompt, "-n", "150", "-c", "64", "--temp", "0", "-no-cnv"}));
