@@ -35,6 +35,11 @@ namespace strix::cli {
 
 namespace {
 
+const char* context_full_message(bool ctx_shift) {
+  return ctx_shift ? "\n\nmain: context full and nothing after --keep left to shift out => stopping\n"
+                   : "\n\nmain: context full and context shift is disabled => stopping\n";
+}
+
 // llama-completion's n_keep for context shift: the whole prompt when --keep is
 // -1 or longer than it, else --keep plus the BOS token.
 int32_t context_shift_keep(int32_t keep, size_t n_prompt, bool add_bos) {
@@ -103,8 +108,8 @@ int run(CliParams& p) {
   }
   const bool may_offload = gpu_usable && p.n_gpu_layers != "0";
   set_weight_memory(p.mmap == 1 || (p.mmap < 0 && may_offload) ? WeightMemory::kMap
-                    : p.mmap == 0                               ? WeightMemory::kCopy
-                                                                : WeightMemory::kAuto);
+                    : p.mmap == 0                              ? WeightMemory::kCopy
+                                                               : WeightMemory::kAuto);
   auto model = Model::load(path);
   bool on_gpu = false;
   if (may_offload && p.n_gpu_layers == "auto") {
@@ -237,8 +242,7 @@ int run(CliParams& p) {
     const auto stop = gen.generate(n_predict, p.antiprompt, detok, text);
     console.write(detok.flush());
     if (stop == Generator::Stop::kEog) console.write(" [end of text]\n");
-    if (stop == Generator::Stop::kContextFull)
-      log(p, "\n\nmain: context full and context shift is disabled => stopping\n");
+    if (stop == Generator::Stop::kContextFull) log(p, context_full_message(p.ctx_shift));
     if (stop == Generator::Stop::kInterrupted) exit_code = 130;
     console.write("\n\n");
   } else {
@@ -268,8 +272,7 @@ int run(CliParams& p) {
       text += tail;
       if (format_chat) chat.add("assistant", text);
       if (stop == Generator::Stop::kInterrupted) need_insert_eot = true;
-      if (stop == Generator::Stop::kContextFull)
-        log(p, "\n\nmain: context full and context shift is disabled => stopping\n");
+      if (stop == Generator::Stop::kContextFull) log(p, context_full_message(p.ctx_shift));
       if (stop == Generator::Stop::kEog || stop == Generator::Stop::kInterrupted) console.write("\n");
       return stop;
     };

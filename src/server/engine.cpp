@@ -486,7 +486,7 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   s.stop_word.clear();
   // what the cache holds of this sequence, for a later --cache-reuse on this slot
   s.prev.clear();
-  if (s.req.cache_prompt) {
+  if (opts_.n_cache_reuse > 0 && s.req.cache_prompt) {
     s.prev = s.req.prompt;
     s.prev.insert(s.prev.end(), s.generated.begin(), s.generated.end());
     s.prev.resize(std::min(s.prev.size(), static_cast<size_t>(ctx_.seq_len(s.seq))));

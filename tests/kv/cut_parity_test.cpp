@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_test_model.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -28,21 +29,7 @@ namespace {
 
 using Rows = std::vector<std::vector<float>>;
 
-std::string model_path(const std::string& arch) {
-  const auto p =
-      std::filesystem::temp_directory_path() / ("strix-cut-" + arch + "-" + std::to_string(::getpid()) + ".gguf");
-  if (!std::filesystem::exists(p)) {
-    synth::SynthOptions o;
-    o.arch = arch;
-    o.n_layer = arch == "gemma3" ? 6 : 2;
-    o.n_embd = 128;
-    o.n_head = 4;
-    o.n_head_kv = 2;
-    o.out = p.string();
-    synth::synth_write(o);
-  }
-  return p.string();
-}
+std::string model_path(const std::string& arch) { return kv_test_model(arch); }
 
 Rows rows_of(Context& ctx, size_t n) {
   Rows out;
@@ -165,6 +152,10 @@ TEST(CutParity, SharedBlocksAreCopiedFirst) {
   const auto [owner_alone, cut_alone] = run(false);
   EXPECT_EQ(max_diff(owner_shared, owner_alone), 0.0);
   EXPECT_EQ(max_diff(cut_shared, cut_alone), 0.0);
+  // and the cut sequence agrees with libllama doing the same (as the test above)
+  const Rows want = reference(rm, c);
+  EXPECT_LT(max_diff(cut_shared, want), 1e-2);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(argmax(cut_shared[i]), argmax(want[i])) << "token " << i;
 }
 
 TEST(CutParity, BadRangesAreRefused) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/kv_test_model.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -22,21 +23,7 @@ namespace {
 
 using Rows = std::vector<std::vector<float>>;
 
-std::string model_path() {
-  static const std::string path = [] {
-    const auto p = std::filesystem::temp_directory_path() / ("strix-kv-" + std::to_string(::getpid()) + ".gguf");
-    synth::SynthOptions o;
-    o.arch = "llama";
-    o.n_layer = 2;
-    o.n_embd = 128;
-    o.n_head = 4;
-    o.n_head_kv = 2;
-    o.out = p.string();
-    synth::synth_write(o);
-    return p.string();
-  }();
-  return path;
-}
+std::string model_path() { return kv_test_model("llama"); }
 
 struct Fixture {
   std::unique_ptr<Model> model = Model::load(model_path());

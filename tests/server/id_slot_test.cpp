@@ -31,21 +31,7 @@ using strix::server::GenEvent;
 using strix::server::GenRequest;
 using strix::server::GenStream;
 
-struct Model {
-  std::unique_ptr<strix::Model> model;
-  std::unique_ptr<strix::tok::Tokenizer> tk;
-};
-
-Model* model() {
-  static Model* m = [] {
-    auto* x = new Model();
-    if (server_test::stories_model().empty()) return x;
-    x->model = strix::Model::load(server_test::stories_model());
-    x->tk = std::make_unique<strix::tok::Tokenizer>(strix::tok::Vocab::load(x->model->file()));
-    return x;
-  }();
-  return m;
-}
+const server_test::StoriesEngineModel* model() { return &server_test::stories_engine_model(); }
 
 GenRequest request(int32_t n_predict, int32_t id_slot) {
   GenRequest r;

@@ -66,24 +66,7 @@ Outcome wait_done(const std::shared_ptr<GenStream>& s) {
   }
 }
 
-struct Fixture {
-  std::unique_ptr<strix::Model> model;
-  std::unique_ptr<strix::tok::Tokenizer> tk;
-  std::unique_ptr<strix::ref::LlamaModel> ref;
-};
-
-Fixture* fx() {
-  static Fixture* f = [] {
-    auto* x = new Fixture();
-    const std::string path = server_test::stories_model();
-    if (path.empty()) return x;
-    x->model = strix::Model::load(path);
-    x->tk = std::make_unique<strix::tok::Tokenizer>(strix::tok::Vocab::load(x->model->file()));
-    x->ref = std::make_unique<strix::ref::LlamaModel>(path);
-    return x;
-  }();
-  return f;
-}
+const server_test::StoriesEngineModel* fx() { return &server_test::stories_engine_model(); }
 
 // An engine over its own context.
 struct Server {

@@ -27,6 +27,19 @@ std::string stories_model() {
   return fs::exists(p) ? p.string() : std::string();
 }
 
+const StoriesEngineModel& stories_engine_model() {
+  static const StoriesEngineModel* m = [] {
+    auto* x = new StoriesEngineModel();
+    const std::string path = stories_model();
+    if (path.empty()) return x;
+    x->model = strix::Model::load(path);
+    x->tk = std::make_unique<strix::tok::Tokenizer>(strix::tok::Vocab::load(x->model->file()));
+    x->ref = std::make_unique<strix::ref::LlamaModel>(path);
+    return x;
+  }();
+  return *m;
+}
+
 namespace {
 
 std::string temp_path(const char* tag) {
@@ -97,11 +110,11 @@ std::string render_template(const std::string& tmpl, const nlohmann::ordered_jso
     std::ofstream f(in, std::ios::binary);
     const nlohmann::ordered_json c = {{"template", tmpl},
                                       {"chat",
-                               {{"messages", messages},
-                                {"add_generation_prompt", true},
-                                {"bos_token", bos},
-                                {"eos_token", eos},
-                                {"kwargs", kwargs}}}};
+                                       {{"messages", messages},
+                                        {"add_generation_prompt", true},
+                                        {"bos_token", bos},
+                                        {"eos_token", eos},
+                                        {"kwargs", kwargs}}}};
     f << nlohmann::ordered_json::array({c}).dump();
   }
   const Result r = run("/usr/bin/python3", {std::string(STRIX_SOURCE_DIR) + "/tests/chat/jinja_ref.py", in, out});

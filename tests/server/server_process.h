@@ -7,12 +7,15 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "models/model.h"
 #include "ref/libllama.h"
+#include "tokenizer/tokenizer.h"
 
 namespace server_test {
 
@@ -23,6 +26,16 @@ struct Result {
   int code = -1;  // exit status, or 128 + signal
   std::string out, err;
 };
+
+// stories260K loaded once for the in-process engine suites: the model, its
+// tokenizer and libllama's model of the same file (all null when
+// ../shared/data is absent).
+struct StoriesEngineModel {
+  std::unique_ptr<strix::Model> model;
+  std::unique_ptr<strix::tok::Tokenizer> tk;
+  std::unique_ptr<strix::ref::LlamaModel> ref;
+};
+const StoriesEngineModel& stories_engine_model();
 
 // Runs exe with args (no shell), stdout/stderr captured; killed after timeout_s.
 Result run(const std::string& exe, const std::vector<std::string>& args,
@@ -84,9 +97,9 @@ class ModelServerSuite : public ::testing::Test {
     if (!std::filesystem::exists(Suite::vocab_dir())) return false;
     model_ = (std::filesystem::temp_directory_path() / ("strix_" + name + "_" + std::to_string(::getpid()) + ".gguf"))
                  .string();
-    const Result r = run(strix_binary(), {"synth", "--arch", arch, "--vocab", Suite::vocab_dir(), "-o", model_,
-                                          "--embd", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff",
-                                          "128"});
+    const Result r =
+        run(strix_binary(), {"synth", "--arch", arch, "--vocab", Suite::vocab_dir(), "-o", model_, "--embd", "64",
+                             "--heads", "2", "--kv-heads", "1", "--head-dim", "32", "--ff", "128"});
     log_ = r.err + r.out;
     return r.code == 0;
   }

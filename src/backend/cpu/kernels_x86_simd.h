@@ -377,11 +377,6 @@ inline void q8_0_rows_z(int nb, const uint8_t* X, size_t bx, int nr, const uint8
 template <int RM>
 inline void q8_0_cols(int nb, const uint8_t* X, size_t bx, const uint8_t* Y, size_t by, int nc, float* s, size_t bs) {
   int c = 0;
-#if defined(__AVX512VL__)
-  // 32 vector registers: 4 columns x 4 rows of accumulators fit, and each
-  // loaded block is reused 4 times (same per-output order as every tile here)
-  for (; c + 4 <= nc; c += 4) q8_0_tile<RM, 4>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
-#endif
   for (; c + 2 <= nc; c += 2) q8_0_tile<RM, 2>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
   if (c < nc) q8_0_tile<RM, 1>(nb, X, bx, Y + c * by, by, s + c * bs, bs);
 }
@@ -408,8 +403,7 @@ void simd_gemm_q8_0(int n, const void* vx, size_t bx, int nr, const void* vy, si
   } else {
     q8_0_rows_z<8, true>(nb, X, bx, nr, Y, by, nc, s, bs);
   }
-  return;
-#endif
+#else
   if (nc <= 12) {
     // A few columns (batched decode): one weight row at a time. Weights come from
     // DRAM here, and one sequential stream keeps the prefetchers ahead where four
@@ -433,6 +427,7 @@ void simd_gemm_q8_0(int n, const void* vx, size_t bx, int nr, const void* vy, si
     default:
       break;
   }
+#endif
 }
 
 void simd_dot_q4_0_q8_0(int n, float* s, const void* vx, const void* vy) {
