@@ -86,6 +86,11 @@ void usage(FILE* out) {
       "       --cache-reuse N         past the prompt's common prefix with the slot's last sequence, reuse\n"
       "                               matching chunks of at least N tokens by moving their cells (KV\n"
       "                               shifting; default 0: off; prefix caching is automatic: cache_prompt)\n"
+      "       --context-shift, --no-context-shift\n"
+      "                               a generation that fills n_ctx drops cells after the first n_keep and\n"
+      "                               goes on (requests may set n_keep and n_discard; default: off, it ends\n"
+      "                               with stop_type limit and truncated)\n"
+      "       --keep N                n_keep of requests that set none (default 0; -1: the whole prompt)\n"
       "       --ctx-checkpoints N, --swa-checkpoints N, --swa-full\n"
       "                               accepted: every layer keeps its whole KV (as llama.cpp's --swa-full),\n"
       "                               so a cached prefix of a sliding-window model needs no checkpoint\n"
@@ -140,7 +145,8 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, host = "127.0.0.1", alias, tmpl, reasoning_format = "auto";
   std::vector<std::string> api_keys;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
-  int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1, cache_reuse = 0;
+  int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1, cache_reuse = 0, n_keep = 0;
+  bool ctx_shift = false;
   int reasoning = -1;  // -rea: 1 on, 0 off, -1 auto
   std::string reasoning_budget_message;
   bool metrics = false, slots = true, props = false;
@@ -217,6 +223,12 @@ int cmd_serve(int argc, char** argv) {
       if (!std::filesystem::is_directory(static_dir)) throw Error("serve: --path " + static_dir + ": not a directory");
     } else if (a == "--cache-reuse") {
       cache_reuse = to_int(a, value(), 0, 1 << 30);
+    } else if (a == "--context-shift") {
+      ctx_shift = true;
+    } else if (a == "--no-context-shift") {
+      ctx_shift = false;
+    } else if (a == "--keep") {
+      n_keep = to_int(a, value(), -1, INT32_MAX);
     } else if (a == "--ctx-checkpoints" || a == "--swa-checkpoints") {
       // llama.cpp checkpoints a sliding-window cache because it drops the cells
       // behind the window; Strix keeps them (as --swa-full), so prefix reuse of
@@ -286,7 +298,9 @@ int cmd_serve(int argc, char** argv) {
                         {.n_parallel = static_cast<int>(n_parallel),
                          .n_batch = static_cast<int32_t>(n_batch),
                          .timeout_s = static_cast<double>(timeout_s),
-                         .n_cache_reuse = static_cast<int32_t>(cache_reuse)});
+                         .n_cache_reuse = static_cast<int32_t>(cache_reuse),
+                         .ctx_shift = ctx_shift,
+                         .n_keep = static_cast<int32_t>(n_keep)});
   server::Routes routes(engine, tk, *model,
                         {.alias = alias,
                          .api_keys = api_keys,

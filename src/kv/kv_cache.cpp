@@ -231,10 +231,23 @@ int32_t KvCache::prepare_cut(int seq, int32_t p0, int32_t p1) {
   const size_t b0 = static_cast<size_t>(p0) / block_size_;
   if (s.hashes.size() > b0) s.hashes.resize(b0);
   const size_t b1 = (static_cast<size_t>(new_len) + block_size_ - 1) / block_size_;
-  const int64_t n_copy = count_shared(s, b0, b1);
-  if (n_copy > n_free_blocks()) {
+  // Blocks other tables hold must be copied; a registered block this sequence
+  // alone holds is copied too (the cache keeps serving it) while the pool has
+  // room, else it leaves the index and is written in place.
+  int64_t n_held = 0, n_own = 0;
+  for (size_t b = b0; b < s.blocks.size() && b < b1; ++b) {
+    const int32_t blk = s.blocks[b];
+    n_held += ref_[blk] > 1;
+    n_own += ref_[blk] == 1 && keys_[blk].registered;
+  }
+  if (n_held > n_free_blocks()) {
     throw Error("the context is full: moving cells of sequence " + std::to_string(seq) + " needs " +
-                std::to_string(n_copy) + " free blocks (raise -c)");
+                std::to_string(n_held) + " free blocks (raise -c)");
+  }
+  if (n_held + n_own > n_free_blocks()) {
+    for (size_t b = b0; b < s.blocks.size() && b < b1; ++b) {
+      if (ref_[s.blocks[b]] == 1) unregister(s.blocks[b]);
+    }
   }
   copy_shared(s, b0, b1);
   return n;

@@ -76,7 +76,9 @@ class KvCache {
   // Drops cells [p0, p1) of a sequence and moves the cells after them down by
   // p1 - p0 (llama_memory_seq_rm + llama_memory_seq_add): V rows are copied,
   // K rows go through move_k(il, src, dst). The blocks the moved cells land
-  // in are copied first when shared or registered, and the sequence stops
+  // in are copied first when shared or registered (a registered block only
+  // this sequence holds leaves the index instead when the pool has no room
+  // for the copies), and the sequence stops
   // registering blocks (its cells from p0 on were computed at other positions).
   template <class MoveK>
   void cut(int seq, int32_t p0, int32_t p1, MoveK&& move_k) {

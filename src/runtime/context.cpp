@@ -202,6 +202,14 @@ void Context::run_ubatch(int32_t first, int32_t count) {
   for (int32_t i = 0; i < count; ++i) kv_.commit(seq_[first + i], pos_[first + i], tokens_[first + i]);
 }
 
+bool Context::can_cut() const {
+  const Hparams& hp = model_.hparams();
+  for (int64_t il = 0; il < hp.n_layer; ++il) {
+    if (model_.arch().key_rope(hp, il, n_ctx_seq_).rope == nullptr) return false;
+  }
+  return true;
+}
+
 void Context::seq_cut(int seq, int32_t p0, int32_t p1) {
   if (p0 == p1) return;
   const Hparams& hp = model_.hparams();

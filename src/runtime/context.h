@@ -58,6 +58,8 @@ class Context {
   // --cache-reuse does. The sequence stops registering prefix blocks. Throws
   // Refusal for an architecture whose keys cannot move.
   void seq_cut(int seq, int32_t p0, int32_t p1);
+  // Whether seq_cut can move this model's cells (every layer's keys have RoPE).
+  bool can_cut() const;
   int32_t seq_len(int seq) const { return kv_.seq_len(seq); }
 
   const Model& model() const { return model_; }

@@ -68,6 +68,8 @@ const std::initializer_list<std::string_view> kSamplingFields = {"temperature",
                                                                  "n_probs",
                                                                  "cache_prompt",
                                                                  "id_slot",
+                                                                 "n_keep",
+                                                                 "n_discard",
                                                                  "grammar",
                                                                  "json_schema"};
 
@@ -274,6 +276,9 @@ GenRequest make_request_ids(const tok::Tokenizer& tk, std::vector<int32_t> ids, 
   const int64_t id_slot = get_int(b, "id_slot", -1);
   if (id_slot < -1 || id_slot > INT32_MAX) throw ApiError(400, "'id_slot' must be -1 (any) or a slot id", "id_slot");
   g.id_slot = static_cast<int32_t>(id_slot);
+  // llama-server's context shift fields (used when the server runs with --context-shift)
+  if (has_field(b, "n_keep")) g.n_keep = int32(b, "n_keep", 0, -1);
+  g.n_discard = int32(b, "n_discard", 0, 0);
   g.sampler = build_sampler(params, tk, lim.n_ctx);
   return g;
 }
@@ -298,6 +303,8 @@ GenRequest clone_request(const GenRequest& g, const tok::Tokenizer& tk, const sa
   c.n_probs = g.n_probs;
   c.cache_prompt = g.cache_prompt;
   c.cache_salt = g.cache_salt;
+  c.n_keep = g.n_keep;
+  c.n_discard = g.n_discard;
   c.sampler = build_sampler(params, tk, n_ctx);
   return c;
 }

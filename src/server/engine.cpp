@@ -34,6 +34,9 @@ Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ct
   }
   if (opts_.timeout_s < 0) throw Error("the request timeout must not be negative");
   if (opts_.n_batch < opts_.n_parallel) opts_.n_batch = opts_.n_parallel;
+  if (opts_.ctx_shift && !ctx_.can_cut()) {
+    throw Refusal("--context-shift: this model's keys have no RoPE to shift, so its cached cells cannot move");
+  }
   for (int i = 0; i < opts_.n_parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->seq = i;
@@ -47,30 +50,42 @@ Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ct
 Engine::~Engine() { stop(); }
 
 std::shared_ptr<GenStream> Engine::submit(GenRequest req) {
-  if (req.id_slot < -1 || req.id_slot >= opts_.n_parallel) {
-    // llama-server would wait forever (or, in later builds, wrap the id around); a clear error is more useful
-    throw ApiError(400,
-                   "'id_slot' is " + std::to_string(req.id_slot) + ", this server has " +
-                       std::to_string(opts_.n_parallel) + " slot(s): 0 .. " + std::to_string(opts_.n_parallel - 1) +
-                       ", or -1 for any",
-                   "id_slot");
+  std::vector<GenRequest> one;
+  one.push_back(std::move(req));
+  return submit_all(std::move(one)).front();
+}
+
+std::vector<std::shared_ptr<GenStream>> Engine::submit_all(std::vector<GenRequest> reqs) {
+  for (const GenRequest& req : reqs) {
+    if (req.id_slot < -1 || req.id_slot >= opts_.n_parallel) {
+      // llama-server would wait forever (or, in later builds, wrap the id around); a clear error is more useful
+      throw ApiError(400,
+                     "'id_slot' is " + std::to_string(req.id_slot) + ", this server has " +
+                         std::to_string(opts_.n_parallel) + " slot(s): 0 .. " + std::to_string(opts_.n_parallel - 1) +
+                         ", or -1 for any",
+                     "id_slot");
+    }
   }
-  auto out = std::make_shared<GenStream>();
-  Clock::time_point deadline = Clock::time_point::max();
-  const double limit_s = req.timeout_ms > 0 ? req.timeout_ms / 1000.0 : opts_.timeout_s;
-  if (limit_s > 0) {
-    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
-  }
+  std::vector<std::shared_ptr<GenStream>> outs;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      out->push(error_event("the server is shutting down"));
-      return out;
+    for (GenRequest& req : reqs) {
+      auto out = std::make_shared<GenStream>();
+      outs.push_back(out);
+      if (stopping_) {
+        out->push(error_event("the server is shutting down"));
+        continue;
+      }
+      Clock::time_point deadline = Clock::time_point::max();
+      const double limit_s = req.timeout_ms > 0 ? req.timeout_ms / 1000.0 : opts_.timeout_s;
+      if (limit_s > 0) {
+        deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_s));
+      }
+      queue_.push_back(Pending{std::move(req), out, deadline});
     }
-    queue_.push_back(Pending{std::move(req), out, deadline});
   }
   cv_.notify_one();
-  return out;
+  return outs;
 }
 
 void Engine::stop() {
@@ -297,6 +312,48 @@ int32_t Engine::reuse_chunks(Slot& s, int32_t most) {
   return moved ? head_p : 0;
 }
 
+// llama-server's context shift, before a decoding slot's next token would take
+// the last cell of n_ctx: n_keep cells stay (the request's n_keep, -1 the whole
+// prompt, one more for a BOS, at most n_ctx - 4), n_discard after them go
+// (the request's, else half of the rest) and the cells after those move down
+// (Context::seq_cut). What stays becomes the slot's recompute base. Returns
+// false when the step must start over: a slot was preempted to free blocks for
+// the cut, or this one ended.
+bool Engine::shift_context(Slot& s, const std::vector<Slot*>& running) {
+  const int32_t n_ctx = static_cast<int32_t>(ctx_.options().n_ctx);
+  const int32_t len = ctx_.seq_len(s.seq);
+  int32_t n_keep = s.req.n_keep.value_or(opts_.n_keep);
+  if (n_keep < 0) n_keep = static_cast<int32_t>(s.req.prompt.size());
+  if (tk_.vocab().add_bos) ++n_keep;
+  n_keep = std::max(0, std::min(n_ctx - 4, n_keep));
+  const int32_t n_left = len - n_keep;
+  const int32_t n_discard = std::clamp(s.req.n_discard > 0 ? s.req.n_discard : n_left / 2, 0, std::max(0, n_left - 1));
+  s.truncated = true;
+  if (n_discard == 0) {
+    finish(s, Finish::kLimit);
+    return false;
+  }
+  try {
+    ctx_.seq_cut(s.seq, n_keep, n_keep + n_discard);
+  } catch (const Error& e) {
+    // blocks the kept prompt shares with other requests are copied first: make room, or give up
+    if (running.size() > 1) {
+      preempt(*running.back());
+    } else {
+      finish(s, Finish::kError, e.what());
+    }
+    return false;
+  }
+  const size_t decoded = s.generated.size() - 1;  // next_token is the last generated
+  s.base.insert(s.base.end(), s.generated.begin() + static_cast<std::ptrdiff_t>(s.base_gen),
+                s.generated.begin() + static_cast<std::ptrdiff_t>(decoded));
+  s.base.erase(s.base.begin() + n_keep, s.base.begin() + n_keep + n_discard);
+  s.base_gen = decoded;
+  s.feed = s.base;
+  s.n_fed = s.feed.size();
+  return true;
+}
+
 // The free slot a queued request may take: its own when pinned (id_slot), else the first free one.
 Engine::Slot* Engine::free_slot_for(const GenRequest& req) {
   if (req.id_slot >= 0) {
@@ -353,6 +410,9 @@ void Engine::admit() {
     Slot& s = *free_slot;
     s.active = true;
     s.swapped = false;
+    s.base = s.req.prompt;
+    s.base_gen = 0;
+    s.truncated = false;
     s.admitted = ++admitted_;
     s.out = std::move(p.out);
     s.deadline = p.deadline;
@@ -390,9 +450,10 @@ void Engine::admit() {
 // Frees a running slot's blocks; it is resumed by recomputing its prompt and
 // the generated tokens already decoded (the one sampled last stays pending).
 void Engine::preempt(Slot& s) {
-  s.feed = s.req.prompt;
+  s.feed = s.base;
   const size_t decoded = s.generated.size() - (s.next_token >= 0 ? 1 : 0);
-  s.feed.insert(s.feed.end(), s.generated.begin(), s.generated.begin() + static_cast<std::ptrdiff_t>(decoded));
+  s.feed.insert(s.feed.end(), s.generated.begin() + static_cast<std::ptrdiff_t>(s.base_gen),
+                s.generated.begin() + static_cast<std::ptrdiff_t>(decoded));
   s.n_fed = 0;
   s.swapped = true;
   s.row = -1;
@@ -482,13 +543,14 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   e.n_cached = s.n_cached;
   e.error = error;
   if (why == Finish::kWord) e.stop_word = s.stop_word;
+  e.truncated = s.truncated;
   s.out->push(std::move(e));
   s.stop_word.clear();
   // what the cache holds of this sequence, for a later --cache-reuse on this slot
   s.prev.clear();
   if (opts_.n_cache_reuse > 0 && s.req.cache_prompt) {
-    s.prev = s.req.prompt;
-    s.prev.insert(s.prev.end(), s.generated.begin(), s.generated.end());
+    s.prev = s.base;
+    s.prev.insert(s.prev.end(), s.generated.begin() + static_cast<std::ptrdiff_t>(s.base_gen), s.generated.end());
     s.prev.resize(std::min(s.prev.size(), static_cast<size_t>(ctx_.seq_len(s.seq))));
     s.prev_salt = s.req.cache_salt;
   }
@@ -496,6 +558,8 @@ void Engine::finish(Slot& s, Finish why, const std::string& error) {
   s.out.reset();
   s.req = GenRequest();
   s.feed.clear();
+  s.base.clear();
+  s.base_gen = 0;
   s.generated.clear();
   s.probs.clear();
   s.detok.reset();
@@ -549,6 +613,7 @@ void Engine::sample(Slot& s) {
     if (s.req.n_predict >= 0 && s.n_gen >= s.req.n_predict) {
       finish(s, Finish::kLimit);
     } else if (ctx_.seq_len(s.seq) >= ctx_.options().n_ctx) {
+      s.truncated = true;
       finish(s, Finish::kLimit);
     } else {
       s.next_token = tok;
@@ -565,6 +630,13 @@ bool Engine::step() {
   }
   if (order.empty()) return false;
   std::sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
+  if (opts_.ctx_shift) {
+    for (Slot* s : order) {
+      if (s->decoding() && s->next_token >= 0 && ctx_.seq_len(s->seq) + 1 >= ctx_.options().n_ctx) {
+        if (!shift_context(*s, order)) return true;
+      }
+    }
+  }
 
   std::vector<int32_t> tokens, pos, seq;
   std::vector<uint8_t> want;
@@ -580,6 +652,7 @@ bool Engine::step() {
       // The shared cache is full: preempt the youngest running request, or
       // end this one ("length") when it runs alone.
       if (order.size() == 1) {
+        s->truncated = true;
         finish(*s, Finish::kLimit);
       } else {
         preempt(*order.back());

@@ -17,6 +17,10 @@
 // a partly filled last one included (copied by whichever writes it first): n
 // identical prompts compute the prompt once.
 //
+// Context shift (Options::ctx_shift): a decoding slot whose next token would
+// take the last cell of n_ctx first drops cells after its first n_keep, as
+// llama-server does, and the cells it keeps are what a preemption recomputes.
+//
 // Memory: when a decoding slot needs a block and none is free, the youngest
 // running request is preempted (its blocks released, cached ones stay
 // evictable) and resumed later by recomputing its prompt and generated tokens
@@ -33,6 +37,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -55,6 +60,11 @@ struct GenRequest {
   std::string cache_salt;                      // prefixes are shared only between requests of equal salt
   int64_t timeout_ms = 0;                      // > 0: ends with Finish::kError this long after submit()
   int32_t id_slot = -1;                        // >= 0: runs in this slot only, waiting while it is busy
+  // Context shift (Options::ctx_shift): cells kept at the start (-1: the whole
+  // prompt; one more for a BOS, as llama-server counts; unset: Options::n_keep)
+  // and cells dropped per shift (0: half of what follows the kept ones).
+  std::optional<int32_t> n_keep;
+  int32_t n_discard = 0;
 };
 
 class Engine {
@@ -68,6 +78,11 @@ class Engine {
     // match its prompt after the common prefix, moved to their new positions
     // (Context::seq_cut); 0: the exact prefix cache only.
     int32_t n_cache_reuse = 0;
+    // llama-server's --context-shift: a slot whose sequence fills n_ctx drops
+    // GenRequest::n_discard cells after the first n_keep (Context::seq_cut)
+    // and goes on generating; off: it ends with Finish::kLimit (truncated).
+    bool ctx_shift = false;
+    int32_t n_keep = 0;  // --keep: GenRequest::n_keep when a request sets none
   };
   // ctx must have n_seq_max >= n_parallel; both must outlive the Engine.
   Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts);
@@ -78,6 +93,9 @@ class Engine {
   // Queues a request; thread-safe. Events arrive on the returned stream.
   // An id_slot outside [-1, n_parallel) is an ApiError (400 naming id_slot).
   std::shared_ptr<GenStream> submit(GenRequest req);
+  // Queues several requests at once (n choices of one prompt): the engine sees
+  // all of them or none, so they are admitted in the same step while they fit.
+  std::vector<std::shared_ptr<GenStream>> submit_all(std::vector<GenRequest> reqs);
   // Finishes the running step, ends every request (Finish::kError) and joins the thread.
   void stop();
 
@@ -130,6 +148,7 @@ class Engine {
   Slot* free_slot_for(const GenRequest& req);
   bool resume(Slot& s, int64_t reserved, bool alone);
   int32_t reuse_chunks(Slot& s, int32_t most);
+  bool shift_context(Slot& s, const std::vector<Slot*>& running);
   bool step();
   void expire();
   void preempt(Slot& s);

@@ -24,6 +24,11 @@ struct Engine::Slot {
   // generated tokens that were decoded too. n_fed of them are in the cache.
   std::vector<int32_t> feed;
   size_t n_fed = 0;
+  // What a recompute starts from: the prompt, or after a context shift the
+  // cells it kept, which hold the first base_gen generated tokens.
+  std::vector<int32_t> base;
+  size_t base_gen = 0;
+  bool truncated = false;  // the context filled: shifted, or ended by it
   int32_t n_cached = 0;  // prompt tokens attached from the prefix cache at admission
   // The tokens of this slot's last finished sequence (its cells at the end,
   // prompt then generated) and its cache salt, for --cache-reuse.

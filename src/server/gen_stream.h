@@ -42,6 +42,7 @@ struct GenEvent {
   int32_t n_cached = 0;  // set on the final event: prompt tokens served from the prefix cache
   std::string error;  // Finish::kError
   std::string stop_word;  // Finish::kWord: the stop string that matched (the first listed on a tie)
+  bool truncated = false;  // set on the final event: the context filled (shifted, or ended the generation)
 };
 
 class GenStream {

@@ -122,7 +122,7 @@ HttpReply Routes::completion_native(const std::string& text) {
                 {"tokens_cached", e.n_cached},
                 {"stop_type", stop_type(e.finish)},
                 {"stopping_word", e.stop_word},
-                {"truncated", false}};
+                {"truncated", e.truncated}};
   };
   if (stream) {
     r.sse = true;

@@ -197,8 +197,8 @@ HttpReply Routes::chat_oai(const std::string& text) {
     if (pi.seed != 0xFFFFFFFFu) pi.seed = params.seed + static_cast<uint32_t>(i);
     more.push_back(clone_request(first, tk_, pi, cfg_.n_ctx));
   }
-  r.streams.push_back(engine_.submit(std::move(first)));
-  for (auto& g : more) r.streams.push_back(engine_.submit(std::move(g)));
+  more.insert(more.begin(), std::move(first));
+  r.streams = engine_.submit_all(std::move(more));
 
   const json head = {{"id", random_id("chatcmpl-")},
                      {"object", stream ? "chat.completion.chunk" : "chat.completion"},

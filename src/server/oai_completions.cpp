@@ -89,8 +89,8 @@ HttpReply Routes::completion_oai(const std::string& text) {
     if (pi.seed != 0xFFFFFFFFu) pi.seed = params.seed + static_cast<uint32_t>(i);  // n different draws
     reqs.push_back(clone_request(first, tk_, pi, cfg_.n_ctx));
   }
-  r.streams.push_back(engine_.submit(std::move(first)));
-  for (auto& g : reqs) r.streams.push_back(engine_.submit(std::move(g)));
+  reqs.insert(reqs.begin(), std::move(first));
+  r.streams = engine_.submit_all(std::move(reqs));
 
   const json head = {{"id", random_id("cmpl-")},
                      {"object", "text_completion"},
