@@ -30,12 +30,14 @@ KvCache::KvCache(const Options& o) : block_size_(o.block_size), n_layer_(o.n_lay
   n_blocks_ = (o.n_cells + block_size_ - 1) / block_size_;
   const size_t k_elems = static_cast<size_t>(n_layer_) * n_blocks_ * block_size_ * k_dim_;
   const size_t v_elems = static_cast<size_t>(n_layer_) * n_blocks_ * block_size_ * v_dim_;
-  storage_size_ = k_elems + v_elems;
-  // Zeroed: cells are always written before they are read, but untouched
-  // memory keeps sanitizers and page accounting honest.
-  storage_.reset(new uint16_t[storage_size_]());
-  k_ = storage_.get();
-  v_ = k_ + k_elems;
+  if (o.host_storage) {
+    storage_size_ = k_elems + v_elems;
+    // Zeroed: cells are always written before they are read, but untouched
+    // memory keeps sanitizers and page accounting honest.
+    storage_.reset(new uint16_t[storage_size_]());
+    k_ = storage_.get();
+    v_ = k_ + k_elems;
+  }
   free_.reserve(n_blocks_);
   for (int64_t b = n_blocks_ - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
   ref_.assign(n_blocks_, 0);
@@ -135,15 +137,24 @@ void KvCache::release(int32_t blk) {
   }
 }
 
+void KvCache::throw_no_host_storage(const char* what) {
+  throw Error(std::string("KV cache: ") + what + " needs the cells in host memory; this cache keeps them elsewhere");
+}
+
 void KvCache::copy_block(int32_t from, int32_t to) {
+  std::copy_n(tokens_.begin() + static_cast<size_t>(from) * block_size_, block_size_,
+              tokens_.begin() + static_cast<size_t>(to) * block_size_);
+  if (copier_ != nullptr) {
+    copier_(copier_user_, from, to);
+    return;
+  }
+  if (!host_storage()) throw_no_host_storage("copying a block");
   const size_t bk = static_cast<size_t>(block_size_) * k_dim_, bv = static_cast<size_t>(block_size_) * v_dim_;
   for (int64_t il = 0; il < n_layer_; ++il) {
     const size_t base = static_cast<size_t>(il) * n_blocks_;
     std::memcpy(k_ + (base + to) * bk, k_ + (base + from) * bk, bk * sizeof(uint16_t));
     std::memcpy(v_ + (base + to) * bv, v_ + (base + from) * bv, bv * sizeof(uint16_t));
   }
-  std::copy_n(tokens_.begin() + static_cast<size_t>(from) * block_size_, block_size_,
-              tokens_.begin() + static_cast<size_t>(to) * block_size_);
 }
 
 bool KvCache::shared(int32_t blk) const { return ref_[blk] > 1 || keys_[blk].registered; }
@@ -155,6 +166,7 @@ int64_t KvCache::count_shared(const Seq& s, size_t b0, size_t b1) const {
 }
 
 void KvCache::copy_shared(Seq& s, size_t b0, size_t b1) {
+  if (copier_ == nullptr && !host_storage() && count_shared(s, b0, b1) > 0) throw_no_host_storage("copying a block");
   for (size_t b = b0; b < s.blocks.size() && b < b1; ++b) {
     const int32_t old = s.blocks[b];
     if (!shared(old)) continue;

@@ -44,8 +44,20 @@ class KvCache {
     int64_t n_cells = 0;  // total token capacity (rounded up to whole blocks)
     int n_seq_max = 1;
     int block_size = 32;
+    // false: the cells live elsewhere (a GPU's memory), this object keeps the
+    // block bookkeeping only; k_row / v_row / cut are not for such a cache,
+    // and copy-on-write goes through set_block_copier.
+    bool host_storage = true;
   };
   explicit KvCache(const Options& opts);
+  // Copies block `from`'s cells of every layer into block `to` where the cells
+  // live (a cache without host storage must have one before any write).
+  using BlockCopier = void (*)(void* user, int32_t from, int32_t to);
+  void set_block_copier(BlockCopier copier, void* user) {
+    copier_ = copier;
+    copier_user_ = user;
+  }
+  bool host_storage() const { return k_ != nullptr; }
 
   int block_size() const { return block_size_; }
   int n_seq_max() const { return static_cast<int>(seqs_.size()); }
@@ -82,6 +94,7 @@ class KvCache {
   // registering blocks (its cells from p0 on were computed at other positions).
   template <class MoveK>
   void cut(int seq, int32_t p0, int32_t p1, MoveK&& move_k) {
+    if (!host_storage()) throw_no_host_storage("cut");
     const int32_t n = prepare_cut(seq, p0, p1);
     for (int64_t il = 0; il < n_layer_; ++il) {
       for (int32_t i = 0; i < n; ++i) {
@@ -139,6 +152,7 @@ class KvCache {
   void copy_shared(Seq& s, size_t b0, size_t b1);        // blocks [b0, b1) of s that are shared, copied
   int32_t prepare_cut(int seq, int32_t p0, int32_t p1);  // checks, copies; returns the cells to move
   void finish_cut(int seq, int32_t p0, int32_t p1, int32_t n);
+  [[noreturn]] static void throw_no_host_storage(const char* what);
   uint64_t block_hash(uint64_t parent, const int32_t* tokens, uint64_t salt) const;
   int32_t find_block(uint64_t hash, uint64_t parent, const int32_t* tokens, uint64_t salt) const;
   int32_t take_block();       // an empty block, evicting the LRU cached one if needed
@@ -161,6 +175,8 @@ class KvCache {
   };
   int block_size_ = 32;
   int64_t n_layer_ = 0, k_dim_ = 0, v_dim_ = 0, n_blocks_ = 0;
+  BlockCopier copier_ = nullptr;
+  void* copier_user_ = nullptr;
   std::unique_ptr<uint16_t[]> storage_;
   size_t storage_size_ = 0;
   uint16_t* k_ = nullptr;

@@ -16,6 +16,7 @@
 
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "runtime/batch_context.h"
 #include "models/model.h"
 #include "ops/exec.h"
 
@@ -28,7 +29,7 @@ struct ContextOptions {
   int n_seq_max = 1;
 };
 
-class Context {
+class Context final : public BatchContext {
  public:
   Context(const Model& model, const ContextOptions& opts);
   ~Context();
@@ -40,38 +41,38 @@ class Context {
   // empty for "the last token only". Throws Error for a bad batch or a full
   // cache (nothing of the batch is kept then).
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
-              std::span<const uint8_t> want_logits = {});
+              std::span<const uint8_t> want_logits = {}) override;
   // Convenience: one sequence continuing at its cached length; logits for the last token only,
   // or for all when all_logits.
   void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
 
   // Logits of batch index i of the last decode (negative: from the end of the
   // outputs). Throws Error when that token had no output.
-  std::span<const float> logits(int32_t i) const;
+  std::span<const float> logits(int32_t i) const override;
 
   void clear() { kv_.clear(); }
   // Drops positions [p0, end) of a sequence.
-  void seq_truncate(int seq, int32_t p0) { kv_.truncate(seq, p0); }
+  void seq_truncate(int seq, int32_t p0) override { kv_.truncate(seq, p0); }
   // Drops positions [p0, p1) of a sequence and moves the later cells down to
   // p0, their keys rotated by p0 - p1 positions: llama_memory_seq_rm(p0, p1)
   // then llama_memory_seq_add(p1, end, p0 - p1), which llama-server's
   // --cache-reuse does. The sequence stops registering prefix blocks. Throws
   // Refusal for an architecture whose keys cannot move.
-  void seq_cut(int seq, int32_t p0, int32_t p1);
+  void seq_cut(int seq, int32_t p0, int32_t p1) override;
   // Whether seq_cut can move this model's cells (every layer's keys have RoPE).
-  bool can_cut() const;
-  int32_t seq_len(int seq) const { return kv_.seq_len(seq); }
+  bool can_cut() const override;
 
   const Model& model() const { return model_; }
   const ContextOptions& options() const { return opts_; }
   int64_t n_vocab() const { return model_.hparams().n_vocab; }
-  int n_threads() const { return pool_.size(); }
+  int n_threads() const override { return pool_.size(); }
+  int64_t n_ctx() const override { return opts_.n_ctx; }
   // Per-sequence context size as llama.cpp computes it (see Step::n_ctx_seq).
   int64_t n_ctx_seq() const { return n_ctx_seq_; }
-  const KvCache& kv() const { return kv_; }
+  const KvCache& kv() const override { return kv_; }
   // The cache itself, for prefix caching (KvCache::seq_set_caching,
   // attach_prefix): the server's engine shares blocks between its sequences.
-  KvCache& kv_cache() { return kv_; }
+  KvCache& kv_cache() override { return kv_; }
 
  private:
   void run_ubatch(int32_t first, int32_t count);

@@ -26,7 +26,7 @@ GenEvent error_event(const std::string& message) {
 
 }  // namespace
 
-Engine::Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts) : ctx_(ctx), tk_(tk), opts_(opts) {
+Engine::Engine(BatchContext& ctx, const tok::Tokenizer& tk, const Options& opts) : ctx_(ctx), tk_(tk), opts_(opts) {
   if (opts_.n_parallel <= 0) throw Error("--parallel must be at least 1");
   if (opts_.n_parallel > ctx_.kv().n_seq_max()) {
     throw Error("the context has " + std::to_string(ctx_.kv().n_seq_max()) + " sequences, --parallel asks for " +
@@ -320,7 +320,7 @@ int32_t Engine::reuse_chunks(Slot& s, int32_t most) {
 // false when the step must start over: a slot was preempted to free blocks for
 // the cut, or this one ended.
 bool Engine::shift_context(Slot& s, const std::vector<Slot*>& running) {
-  const int32_t n_ctx = static_cast<int32_t>(ctx_.options().n_ctx);
+  const int32_t n_ctx = static_cast<int32_t>(ctx_.n_ctx());
   const int32_t len = ctx_.seq_len(s.seq);
   int32_t n_keep = s.req.n_keep.value_or(opts_.n_keep);
   if (n_keep < 0) n_keep = static_cast<int32_t>(s.req.prompt.size());
@@ -612,7 +612,7 @@ void Engine::sample(Slot& s) {
     if (!s.active) return;
     if (s.req.n_predict >= 0 && s.n_gen >= s.req.n_predict) {
       finish(s, Finish::kLimit);
-    } else if (ctx_.seq_len(s.seq) >= ctx_.options().n_ctx) {
+    } else if (ctx_.seq_len(s.seq) >= ctx_.n_ctx()) {
       s.truncated = true;
       finish(s, Finish::kLimit);
     } else {
@@ -632,7 +632,7 @@ bool Engine::step() {
   std::sort(order.begin(), order.end(), [](const Slot* a, const Slot* b) { return a->admitted < b->admitted; });
   if (opts_.ctx_shift) {
     for (Slot* s : order) {
-      if (s->decoding() && s->next_token >= 0 && ctx_.seq_len(s->seq) + 1 >= ctx_.options().n_ctx) {
+      if (s->decoding() && s->next_token >= 0 && ctx_.seq_len(s->seq) + 1 >= ctx_.n_ctx()) {
         if (!shift_context(*s, order)) return true;
       }
     }

@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/context.h"
+#include "runtime/batch_context.h"
 #include "sampling/sampler.h"
 #include "server/gen_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -85,7 +85,7 @@ class Engine {
     int32_t n_keep = 0;  // --keep: GenRequest::n_keep when a request sets none
   };
   // ctx must have n_seq_max >= n_parallel; both must outlive the Engine.
-  Engine(Context& ctx, const tok::Tokenizer& tk, const Options& opts);
+  Engine(BatchContext& ctx, const tok::Tokenizer& tk, const Options& opts);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -161,7 +161,7 @@ class Engine {
   bool shares_inflight(const GenRequest& req) const;
   void publish();  // copies metrics and slot views under mu_
 
-  Context& ctx_;
+  BatchContext& ctx_;
   const tok::Tokenizer& tk_;
   Options opts_;
   std::vector<std::unique_ptr<Slot>> slots_;

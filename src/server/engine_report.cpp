@@ -85,7 +85,7 @@ std::string Engine::metrics_text() {
 }
 
 nlohmann::json Engine::slots_json() {
-  const int64_t n_ctx = ctx_.options().n_ctx;
+  const int64_t n_ctx = ctx_.n_ctx();
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json out = nlohmann::json::array();
   for (size_t i = 0; i < views_.size(); ++i) {
@@ -113,7 +113,7 @@ nlohmann::json Engine::slots_json() {
 }
 
 nlohmann::json Engine::props_json() {
-  const int64_t n_ctx = ctx_.options().n_ctx;
+  const int64_t n_ctx = ctx_.n_ctx();
   return {{"n_ctx", n_ctx},
           {"total_slots", opts_.n_parallel},
           {"n_batch", opts_.n_batch},

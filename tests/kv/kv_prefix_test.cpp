@@ -127,6 +127,37 @@ TEST(KvPrefix, WritingIntoASharedOrRegisteredBlockCopiesItFirst) {
   EXPECT_EQ(kv.cached_prefix(c, salt), 8);  // and the new contents are registered as well
 }
 
+// A cache whose cells live elsewhere (a GPU's memory) keeps the bookkeeping
+// only: copy-on-write goes through the block copier, with the block ids the
+// tables then hold; without a copier a copy is refused by name.
+TEST(KvPrefix, ACacheWithoutHostStorageCopiesThroughItsCopier) {
+  KvCache kv({.n_layer = 2, .k_dim = 3, .v_dim = 2, .n_cells = 8 * kBs, .n_seq_max = 2, .block_size = kBs,
+              .host_storage = false});
+  EXPECT_FALSE(kv.host_storage());
+  EXPECT_EQ(kv.bytes(), 0u);
+  const uint64_t salt = KvCache::salt_hash("");
+  for (int s = 0; s < 2; ++s) kv.seq_set_caching(s, true, salt);
+  const auto a = iota(8);
+  kv.reserve(0, 8);
+  for (int32_t p = 0; p < 8; ++p) kv.commit(0, p, a[static_cast<size_t>(p)]);
+  ASSERT_EQ(kv.attach_prefix(1, a), 8);
+  kv.truncate(1, 7);
+  const int32_t shared = kv.block_table(1)[1];
+  EXPECT_THROW(kv.reserve(1, 8), Error);  // no copier yet
+  std::vector<std::pair<int32_t, int32_t>> copies;
+  kv.set_block_copier(
+      [](void* user, int32_t from, int32_t to) {
+        static_cast<std::vector<std::pair<int32_t, int32_t>>*>(user)->emplace_back(from, to);
+      },
+      &copies);
+  kv.reserve(1, 8);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].first, shared);
+  EXPECT_EQ(copies[0].second, kv.block_table(1)[1]);
+  EXPECT_NE(kv.block_table(1)[1], shared);
+  EXPECT_THROW(kv.cut(1, 0, 2, [](int64_t, const uint16_t*, uint16_t*) {}), Error);
+}
+
 TEST(KvPrefix, CachedBlocksAreEvictedLeastRecentlyReleasedFirstAndOnlyWhenNeeded) {
   KvCache kv = make(4, 2);
   const uint64_t salt = KvCache::salt_hash("");

@@ -1,0 +1,43 @@
+// What the server's engine drives: a context of several sequences over a
+// paged KV cache whose block bookkeeping (KvCache: block tables, reference
+// counts, the prefix index) lives on the host. The CPU Context
+// (runtime/context.h) implements it; so can a GPU context that keeps the cells
+// in its own memory and the bookkeeping in a KvCache.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kv/kv_cache.h"
+
+namespace strix {
+
+class BatchContext {
+ public:
+  virtual ~BatchContext() = default;
+
+  // Runs a flat, ragged batch (llama_decode's contract): each token's position
+  // is its sequence's next one; want_logits one flag per token, or empty for
+  // the last token only. Throws Error for a bad batch or a full cache (nothing
+  // of the batch is kept then).
+  virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                      std::span<const uint8_t> want_logits = {}) = 0;
+  // Logits of batch index i of the last decode; throws Error when it had none.
+  virtual std::span<const float> logits(int32_t i) const = 0;
+  // Drops cells [p0, len) of a sequence.
+  virtual void seq_truncate(int seq, int32_t p0) = 0;
+  // Drops cells [p0, p1) and moves the rest down, keys re-rotated
+  // (llama_memory_seq_rm + llama_memory_seq_add); see Context::seq_cut.
+  virtual void seq_cut(int seq, int32_t p0, int32_t p1) = 0;
+  virtual bool can_cut() const = 0;
+  // The most cells one sequence may hold (-c).
+  virtual int64_t n_ctx() const = 0;
+  virtual int n_threads() const = 0;
+  // The block bookkeeping (prefix caching, block counts).
+  virtual const KvCache& kv() const = 0;
+  virtual KvCache& kv_cache() = 0;
+
+  int32_t seq_len(int seq) const { return kv().seq_len(seq); }
+};
+
+}  // namespace strix
