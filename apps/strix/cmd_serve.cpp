@@ -70,8 +70,9 @@ void usage(FILE* out) {
       "       --reasoning-budget N    tokens a <think> block may take before \"</think>\" is forced: -1\n"
       "                               unlimited (default), 0 no thinking (enable_thinking = false), N > 0\n"
       "                               (chat requests may set reasoning_budget_tokens / thinking_budget_tokens)\n"
-      "  -ngl, --gpu-layers N         0 or auto: CPU (the engine runs on the CPU only so far; another count is\n"
-      "                               refused when a GPU is usable, ignored with a warning when not)\n"
+      "  -ngl, --gpu-layers N         layers on the GPU: 0 the CPU, 99 or all every layer (partial counts\n"
+      "                               are refused); auto (default): the GPU when one is usable and the model\n"
+      "                               runs there, else the CPU; without a GPU a count is ignored with a warning\n"
       "       --mmap / --no-mmap      map the model file in place / read it into huge-page memory (default:\n"
       "                               read when it takes at most half of the available memory)\n"
       "       --reasoning-budget-message M  text forced before \"</think>\" when the budget is spent\n"
@@ -268,22 +269,40 @@ int cmd_serve(int argc, char** argv) {
     model_path = download::resolve_model(download::parse_hf_arg(hf_repo, hf_file, hf_token));
   }
   if (model_path.empty()) throw Error("serve: -m FILE (or -hf USER/REPO) is required");
-  // -ngl: as llama-server, ignored with a warning when no GPU is usable; the
-  // engine (paged KV cache, continuous batching) runs on the CPU only so far.
+  // -ngl: as llama-server, ignored with a warning when no GPU is usable; "auto"
+  // (the default) offloads when a GPU is usable and the model runs there.
   std::string no_gpu;
-  if (ngl != "auto" && ngl != "0") {
-    if (cuda::available(&no_gpu)) {
-      throw Refusal("serve: -ngl " + ngl +
-                    ": the server's engine runs on the CPU only so far (the CUDA backend has no paged KV cache "
-                    "yet); use -ngl 0, or strix run / strix bench for the GPU");
-    }
+  const bool gpu_usable = cuda::available(&no_gpu);
+  if (!gpu_usable && ngl != "auto" && ngl != "0") {
     std::fprintf(stderr, "warning: no usable GPU found, --gpu-layers option will be ignored\nwarning: %s\n",
                  no_gpu.c_str());
   }
-  set_weight_memory(mmap_mode == 1 ? WeightMemory::kMap : mmap_mode == 0 ? WeightMemory::kCopy : WeightMemory::kAuto);
+  const bool may_offload = gpu_usable && ngl != "0";
+  set_weight_memory(mmap_mode == 1 || (mmap_mode < 0 && may_offload) ? WeightMemory::kMap
+                    : mmap_mode == 0                                 ? WeightMemory::kCopy
+                                                                     : WeightMemory::kAuto);
   if (alias.empty()) alias = base_name(model_path);
 
   auto model = Model::load(model_path);
+  // moving cached cells (context shift, --cache-reuse) runs on the CPU only so far
+  const char* moves = ctx_shift ? "--context-shift" : cache_reuse > 0 ? "--cache-reuse" : nullptr;
+  bool on_gpu = false;
+  if (may_offload && ngl == "auto") {
+    try {
+      cuda::check_model(*model);
+      if (moves) throw Refusal(std::string(moves) + " moves cached cells, which the CUDA backend does not do yet");
+      on_gpu = true;
+    } catch (const Refusal& e) {
+      std::fprintf(stderr, "strix serve: the model runs on the CPU: %s\n", e.what());
+    }
+  } else if (may_offload) {
+    on_gpu = cuda::parse_ngl(ngl, model->hparams().n_layer);  // refuses a partial count by name
+    if (on_gpu) cuda::check_model(*model);
+    if (on_gpu && moves) {
+      throw Refusal(std::string("serve: ") + moves + " with -ngl: moving cached cells is not implemented on the CUDA " +
+                    "backend yet (use -ngl 0)");
+    }
+  }
   tok::Tokenizer tk(tok::Vocab::load(model->file()));
   if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");
   ContextOptions co;
@@ -291,7 +310,17 @@ int cmd_serve(int argc, char** argv) {
   co.n_ubatch = n_ubatch;
   co.n_threads = static_cast<int>(n_threads);
   co.n_seq_max = static_cast<int>(n_parallel);
-  Context ctx(*model, co);
+  std::unique_ptr<BatchContext> ctx_owner;
+  std::string where;
+  if (on_gpu) {
+    auto g = std::make_unique<cuda::CudaContext>(*model, co);
+    where = "the GPU (" + g->device_name() + ")";
+    ctx_owner = std::move(g);
+  } else {
+    ctx_owner = std::make_unique<Context>(*model, co);
+    where = std::to_string(ctx_owner->n_threads()) + " CPU thread(s)";
+  }
+  BatchContext& ctx = *ctx_owner;
 
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up is a failed write, not a dead server
   server::Engine engine(ctx, tk,
@@ -318,8 +347,8 @@ int cmd_serve(int argc, char** argv) {
   server::HttpServer http(
       {.host = host, .port = static_cast<int>(port), .body_limit = static_cast<uint64_t>(body_limit)},
       [&routes](const server::HttpRequest& r) { return routes.handle(r); });
-  std::fprintf(stderr, "strix serve: model %s, n_ctx %lld, %lld slot(s), %d thread(s)\n", alias.c_str(),
-               static_cast<long long>(n_ctx), static_cast<long long>(n_parallel), ctx.n_threads());
+  std::fprintf(stderr, "strix serve: model %s, n_ctx %lld, %lld slot(s), on %s\n", alias.c_str(),
+               static_cast<long long>(n_ctx), static_cast<long long>(n_parallel), where.c_str());
   if (reasoning_budget != -1 && !sampling::template_thinks(tmpl)) {
     std::fprintf(stderr,
                  "strix serve: --reasoning-budget: the chat template has no <think> blocks, so no budget is counted\n");

@@ -137,6 +137,7 @@ class KvCache {
   // The block of cells starting at position p (a multiple of block_size): up
   // to block_size consecutive rows.
   const int32_t* block_table(int seq) const { return seqs_[seq].blocks.data(); }
+  int32_t n_seq_blocks(int seq) const { return static_cast<int32_t>(seqs_[seq].blocks.size()); }
   int32_t block_refcount(int32_t blk) const { return ref_[blk]; }
   size_t layer_stride_k() const { return static_cast<size_t>(n_blocks_) * block_size_ * k_dim_; }
   size_t layer_stride_v() const { return static_cast<size_t>(n_blocks_) * block_size_ * v_dim_; }

@@ -224,11 +224,10 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
   co.n_ubatch = o.n_ubatch;
   co.n_threads = n_threads;
   co.n_seq_max = pl_max;
+  co.n_ctx = kv_cells;  // one paged cache shared by the sequences
   if (on_gpu) {
-    co.n_ctx = kv_seq;  // cells per sequence
     strix_side = std::make_unique<StrixSide<cuda::CudaContext>>(*model, co);
   } else {
-    co.n_ctx = kv_cells;  // one paged cache shared by the sequences
     strix_side = std::make_unique<StrixSide<Context>>(*model, co);
   }
   std::unique_ptr<ref::LlamaModel> rmodel;

@@ -20,19 +20,18 @@ constexpr int kAttnWarps = 4;
 constexpr int kMaxHeadDimV = 256;  // 4 pairs of 64 dims per lane
 constexpr int kMaxHeadDimK = 512;
 
-__global__ void kv_store_kernel(uint16_t* __restrict__ kc, uint16_t* __restrict__ vc, int64_t k_dim, int64_t v_dim,
-                                int64_t cap, const float* __restrict__ k, int64_t ks, const float* __restrict__ v,
+__global__ void kv_store_kernel(KvLayout kv, const float* __restrict__ k, int64_t ks, const float* __restrict__ v,
                                 int64_t vs, const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
                                 int64_t total) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= total) return;
-  const int64_t width = k_dim + v_dim;
+  const int64_t width = kv.k_dim + kv.v_dim;
   const int64_t t = i / width, c = i % width;
-  const int64_t cell = static_cast<int64_t>(seq[t]) * cap + pos[t];
-  if (c < k_dim) {
-    kc[cell * k_dim + c] = f2h(k[t * ks + c]);
+  const int64_t cell = kv_cell(kv, seq[t], pos[t]);
+  if (c < kv.k_dim) {
+    kv.k[cell * kv.k_dim + c] = f2h(k[t * ks + c]);
   } else {
-    vc[cell * v_dim + (c - k_dim)] = f2h(v[t * vs + (c - k_dim)]);
+    kv.v[cell * kv.v_dim + (c - kv.k_dim)] = f2h(v[t * vs + (c - kv.k_dim)]);
   }
 }
 
@@ -63,10 +62,10 @@ __global__ void attention_kernel(KvLayout kv, AttnArgs a) {
   for (int i = threadIdx.x; i < hdk; i += blockDim.x) q_s[i] = h2f(f2h(q[i]));
   __syncthreads();
 
-  const int64_t base = static_cast<int64_t>(a.seq[t]) * kv.seq_cap;
-  const uint16_t* kbase = kv.k + base * kv.k_dim + static_cast<int64_t>(kvh) * hdk;
+  const int sq = a.seq[t];
+  const uint16_t* kbase = kv.k + static_cast<int64_t>(kvh) * hdk;
   for (int c = warp; c < n_cells; c += kAttnWarps) {
-    const uint16_t* kr = kbase + static_cast<int64_t>(c) * kv.k_dim;
+    const uint16_t* kr = kbase + kv_cell(kv, sq, c) * kv.k_dim;
     float s = 0;
     for (int i = 2 * lane; i < hdk; i += 64) {
       const __half2 k2 = *reinterpret_cast<const __half2*>(kr + i);
@@ -96,10 +95,10 @@ __global__ void attention_kernel(KvLayout kv, AttnArgs a) {
   float2 acc[kMaxHeadDimV / 64];
 #pragma unroll
   for (int k = 0; k < kMaxHeadDimV / 64; ++k) acc[k] = make_float2(0.0f, 0.0f);
-  const uint16_t* vbase = kv.v + base * kv.v_dim + static_cast<int64_t>(kvh) * hdv;
+  const uint16_t* vbase = kv.v + static_cast<int64_t>(kvh) * hdv;
   for (int c = warp; c < n_cells; c += kAttnWarps) {
     const float p = scores[c];
-    const uint16_t* vr = vbase + static_cast<int64_t>(c) * kv.v_dim;
+    const uint16_t* vr = vbase + kv_cell(kv, sq, c) * kv.v_dim;
 #pragma unroll
     for (int k = 0; k < kMaxHeadDimV / 64; ++k) {
       const int d = 2 * lane + 64 * k;
@@ -156,8 +155,7 @@ void kv_store(const KvLayout& kv, const float* k, int64_t k_stride, const float*
               const int32_t* pos, const int32_t* seq, cudaStream_t st) {
   const int64_t total = static_cast<int64_t>(n) * (kv.k_dim + kv.v_dim);
   if (total == 0) return;
-  kv_store_kernel<<<blocks_for(total, 256), 256, 0, st>>>(kv.k, kv.v, kv.k_dim, kv.v_dim, kv.seq_cap, k, k_stride, v,
-                                                          v_stride, pos, seq, total);
+  kv_store_kernel<<<blocks_for(total, 256), 256, 0, st>>>(kv, k, k_stride, v, v_stride, pos, seq, total);
   check_launch("kv_store");
 }
 

@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(kThreads)
     rope_rotate(h < kG ? q_s + h * hdk : k_s, i, cs_s[i], sn_s[i], rc);
   }
   __syncthreads();
-  const int64_t cell = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + p;
+  const int sq = a.seq[0];
+  const int64_t cell = kv_cell(kv, sq, p);
   for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = h2f(f2h(q_s[i]));
   if (split == n_active - 1) {  // the split holding the token's cell stores it (no other block reads it)
     for (int i = tid; i < hdk; i += kThreads) kv.k[cell * kv.k_dim + static_cast<int64_t>(kvh) * hdk + i] = f2h(k_s[i]);
@@ -108,13 +109,12 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();  // the stored cell is read back below (global writes are visible to the block after this)
 
   // scores: a warp per cell, two cells per step; lanes over dim pairs as attention_kernel
-  const int64_t base = static_cast<int64_t>(a.seq[0]) * kv.seq_cap + cb;
-  const uint16_t* kbase = kv.k + base * kv.k_dim + static_cast<int64_t>(kvh) * hdk;
+  const uint16_t* kbase = kv.k + static_cast<int64_t>(kvh) * hdk;
   for (int c0 = warp; c0 < n_cells; c0 += 16) {
     const int c1 = c0 + 8;
     const bool two = c1 < n_cells;
-    const uint16_t* kr0 = kbase + static_cast<int64_t>(c0) * kv.k_dim;
-    const uint16_t* kr1 = kbase + static_cast<int64_t>(two ? c1 : c0) * kv.k_dim;
+    const uint16_t* kr0 = kbase + kv_cell(kv, sq, cb + c0) * kv.k_dim;
+    const uint16_t* kr1 = kbase + kv_cell(kv, sq, cb + (two ? c1 : c0)) * kv.k_dim;
     float s0[kG], s1[kG];
 #pragma unroll
     for (int g = 0; g < kG; ++g) s0[g] = 0.0f, s1[g] = 0.0f;
@@ -194,11 +194,11 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < kMaxHeadDimV / 64; ++k) acc[j][k] = make_float2(0.0f, 0.0f);
   }
-  const uint16_t* vbase = kv.v + base * kv.v_dim + static_cast<int64_t>(kvh) * hdv;
+  const uint16_t* vbase = kv.v + static_cast<int64_t>(kvh) * hdv;
   if (g_first < kG) {
 #pragma unroll 4
     for (int c = m; c < n_cells; c += kClasses) {
-      const uint16_t* vr = vbase + static_cast<int64_t>(c) * kv.v_dim;
+      const uint16_t* vr = vbase + kv_cell(kv, sq, cb + c) * kv.v_dim;
 #pragma unroll
       for (int k = 0; k < kMaxHeadDimV / 64; ++k) {
         const int d = 2 * lane + 64 * k;

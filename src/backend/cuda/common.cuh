@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/cuda/kernels.h"
 #include "core/error.h"
 #include "quant/types.h"
 
@@ -22,6 +23,15 @@ inline void check_launch(const char* kernel) {
 }
 
 inline unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+// The row of cell `pos` of sequence `seq` in a layer's K / V (KvLayout).
+__device__ __forceinline__ int64_t kv_cell(const KvLayout& kv, int seq, int pos) {
+  if (kv.blocks == nullptr) return static_cast<int64_t>(seq) * kv.seq_cap + pos;
+  const int mask = (1 << kv.block_shift) - 1;
+  return (static_cast<int64_t>(kv.blocks[static_cast<int64_t>(seq) * kv.max_blocks + (pos >> kv.block_shift)])
+          << kv.block_shift) +
+         (pos & mask);
+}
 
 __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ uint16_t f2h(float f) { return __half_as_ushort(__float2half_rn(f)); }

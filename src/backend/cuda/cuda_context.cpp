@@ -127,8 +127,14 @@ struct CudaContext::Impl {
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
   DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
   DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
-  DevMem kcache, vcache;
-  int64_t seq_cap = 0;
+  // The paged KV cache: the block bookkeeping on the host (no host cells), the
+  // cells per layer as [block][32][dim] halves here, and every sequence's
+  // block table (max_blocks entries each) uploaded before each forward.
+  std::unique_ptr<KvCache> kvc;
+  DevMem kcache, vcache, tables;
+  std::vector<int32_t> tables_host;
+  int max_blocks = 0;
+  int64_t seq_cap = 0;  // the most cells one sequence holds
   static constexpr int kMaxDecodeSplit = 64;
   DevMem split_ml, split_o, split_count;
   int max_split = 1, min_chunk = kDecodeMinChunk;
@@ -143,7 +149,6 @@ struct CudaContext::Impl {
   cudaGraphExec_t decode_graph = nullptr;
   bool use_graphs = false;
 
-  std::vector<int32_t> seq_len;
   std::vector<int32_t> output_of, out_rows;
   std::vector<float> logits;
   int32_t n_outputs = 0;
@@ -152,15 +157,14 @@ struct CudaContext::Impl {
     check_model(m);
     const Hparams& hp = m.hparams();
     if (o.n_ubatch <= 0 || o.n_ctx <= 0 || o.n_seq_max <= 0) throw Error("CUDA context: bad n_ctx/n_ubatch/n_seq_max");
-    if (o.n_ctx > attention_max_cells(static_cast<int>(hp.head_dim_k))) {
-      throw Refusal("the CUDA attention runs at most " +
-                    std::to_string(attention_max_cells(static_cast<int>(hp.head_dim_k))) +
-                    " cells per sequence so far; lower -c");
+    const int64_t most = attention_max_cells(static_cast<int>(hp.head_dim_k));
+    if (o.n_ctx > most && o.n_seq_max == 1) {
+      throw Refusal("the CUDA attention runs at most " + std::to_string(most) + " cells per sequence so far; lower -c");
     }
+    seq_cap = std::min<int64_t>(o.n_ctx, most);
     upload();
     bind();
     allocate();
-    seq_len.assign(o.n_seq_max, 0);
     const char* g = std::getenv("STRIX_CUDA_GRAPHS");
     use_graphs = !(g && std::string(g) == "0");
   }
@@ -293,10 +297,20 @@ struct CudaContext::Impl {
       w16 = DevMem(sizeof(uint16_t) * std::max<int64_t>(max_w, 1), "the f16 weight scratch of the prefill GEMM");
       x16 = DevMem(sizeof(uint16_t) * ub * max_ne0, "the f16 activation scratch of the prefill GEMM");
     }
-    seq_cap = opts.n_ctx;
-    const size_t cells = static_cast<size_t>(hp.n_layer) * opts.n_seq_max * seq_cap;
+    kvc = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
+                                                     .k_dim = hp.k_dim(),
+                                                     .v_dim = hp.v_dim(),
+                                                     .n_cells = opts.n_ctx,
+                                                     .n_seq_max = opts.n_seq_max,
+                                                     .host_storage = false});
+    kvc->set_block_copier(&Impl::copy_block, this);
+    const size_t cells = static_cast<size_t>(hp.n_layer) * kvc->n_blocks() * kvc->block_size();
     kcache = DevMem(sizeof(uint16_t) * cells * hp.k_dim(), "the K cache");
     vcache = DevMem(sizeof(uint16_t) * cells * hp.v_dim(), "the V cache");
+    max_blocks = static_cast<int>((seq_cap + kvc->block_size() - 1) / kvc->block_size());
+    tables_host.assign(static_cast<size_t>(opts.n_seq_max) * max_blocks, 0);
+    tables = DevMem(sizeof(int32_t) * tables_host.size(), "the KV block tables");
+    check(cudaMemset(tables.as<void>(), 0, tables.bytes()), "zeroing the KV block tables");
     // the one-token attention's split context (attention_decode)
     // STRIX_CUDA_DECODE_SPLIT: 0 turns the split off, N > 1 sets the fewest cells per split (A/B runs)
     if (const char* e = std::getenv("STRIX_CUDA_DECODE_SPLIT")) {
@@ -320,9 +334,37 @@ struct CudaContext::Impl {
 
   KvLayout kv_layer(int64_t il) const {
     const Hparams& hp = model.hparams();
-    const size_t per = static_cast<size_t>(opts.n_seq_max) * seq_cap;
-    return {kcache.as<uint16_t>() + il * per * hp.k_dim(), vcache.as<uint16_t>() + il * per * hp.v_dim(), hp.k_dim(),
-            hp.v_dim(), seq_cap};
+    const size_t per = static_cast<size_t>(kvc->n_blocks()) * kvc->block_size();
+    KvLayout l{kcache.as<uint16_t>() + il * per * hp.k_dim(), vcache.as<uint16_t>() + il * per * hp.v_dim(), hp.k_dim(),
+               hp.v_dim()};
+    l.blocks = tables.as<int32_t>();
+    l.block_shift = __builtin_ctz(static_cast<unsigned>(kvc->block_size()));
+    l.max_blocks = max_blocks;
+    return l;
+  }
+
+  // KvCache's copy-on-write: block `from`'s cells of every layer into `to` (in stream order).
+  static void copy_block(void* user, int32_t from, int32_t to) {
+    Impl& m = *static_cast<Impl*>(user);
+    const Hparams& hp = m.model.hparams();
+    const size_t bs = static_cast<size_t>(m.kvc->block_size()), nb = static_cast<size_t>(m.kvc->n_blocks());
+    for (const auto& [mem, dim] : {std::pair{&m.kcache, hp.k_dim()}, std::pair{&m.vcache, hp.v_dim()}}) {
+      const size_t row = sizeof(uint16_t) * bs * static_cast<size_t>(dim);  // one block of one layer
+      uint8_t* base = mem->as<uint8_t>();
+      check(cudaMemcpy2DAsync(base + row * to, row * nb, base + row * from, row * nb, row,
+                              static_cast<size_t>(hp.n_layer), cudaMemcpyDeviceToDevice, m.st()),
+            "copying a KV block");
+    }
+  }
+
+  // Every sequence's block table into `tables` (entries past a table's end stay stale and unread).
+  void upload_tables() {
+    for (int s = 0; s < opts.n_seq_max; ++s) {
+      const int32_t n = std::min<int32_t>(kvc->n_seq_blocks(s), max_blocks);
+      std::copy_n(kvc->block_table(s), n, tables_host.begin() + static_cast<ptrdiff_t>(s) * max_blocks);
+    }
+    check(cudaMemcpyAsync(tables.as<void>(), tables_host.data(), tables.bytes(), cudaMemcpyHostToDevice, st()),
+          "uploading the KV block tables");
   }
 
   // Weights of one class multiply the same activations: the same CPU partner
@@ -580,7 +622,9 @@ struct CudaContext::Impl {
       throw Error("decode: tokens, positions, sequence ids and logit flags differ in length");
     }
     const int64_t n_vocab = model.hparams().n_vocab;
-    std::vector<int32_t> next = seq_len;
+    std::vector<int32_t> next(opts.n_seq_max);
+    for (int s = 0; s < opts.n_seq_max; ++s) next[s] = kvc->seq_len(s);
+    const std::vector<int32_t> old_len = next;
     for (size_t i = 0; i < n; ++i) {
       if (tokens[i] < 0 || tokens[i] >= n_vocab) {
         throw Error("decode: token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
@@ -599,9 +643,17 @@ struct CudaContext::Impl {
     for (int s = 0; s < opts.n_seq_max; ++s) {
       if (next[s] > seq_cap) {
         throw Error("the context is full: sequence " + std::to_string(s) + " would hold " + std::to_string(next[s]) +
-                    " tokens, the context size is " + std::to_string(seq_cap) + " (raise -c)");
+                    " tokens, the context size is " + std::to_string(seq_cap) +
+                    (seq_cap < opts.n_ctx ? " (the most the CUDA attention runs per sequence so far)" : " (raise -c)"));
       }
     }
+    try {
+      for (int s = 0; s < opts.n_seq_max; ++s) kvc->reserve(s, next[s]);
+    } catch (...) {
+      for (int s = 0; s < opts.n_seq_max; ++s) kvc->truncate(s, old_len[s]);
+      throw;
+    }
+    upload_tables();
     output_of.assign(n, -1);
     out_rows.clear();
     for (size_t i = 0; i < n; ++i) {
@@ -647,10 +699,11 @@ struct CudaContext::Impl {
                               sizeof(float) * out_ids.size() * n_vocab, cudaMemcpyDeviceToHost, st()),
               "downloading logits");
       }
-      // the host vectors above (out_ids, the batch spans) must outlive the copies
+      // the host vectors above (out_ids, the batch spans, the tables) must outlive the copies
       dev.sync("the CUDA forward pass");
+      // the token ids go with the cells: full blocks of a caching sequence are registered for reuse
+      for (int i = 0; i < count; ++i) kvc->commit(seq[first + i], pos[first + i], tokens[first + i]);
     }
-    seq_len = next;
   }
 };
 
@@ -664,7 +717,7 @@ void CudaContext::decode(std::span<const int32_t> tokens, std::span<const int32_
 
 void CudaContext::decode_seq(std::span<const int32_t> tokens, int seq, bool all_logits) {
   std::vector<int32_t> pos(tokens.size()), seqs(tokens.size(), seq);
-  const int32_t p0 = seq_len(seq);
+  const int32_t p0 = impl_->kvc->seq_len(seq);
   for (size_t i = 0; i < tokens.size(); ++i) pos[i] = p0 + static_cast<int32_t>(i);
   std::vector<uint8_t> want;
   if (all_logits) want.assign(tokens.size(), 1);
@@ -683,17 +736,20 @@ std::span<const float> CudaContext::logits(int32_t i) const {
   return {impl_->logits.data() + static_cast<size_t>(row) * n_vocab, static_cast<size_t>(n_vocab)};
 }
 
-void CudaContext::clear() { std::fill(impl_->seq_len.begin(), impl_->seq_len.end(), 0); }
+void CudaContext::clear() { impl_->kvc->clear(); }
 
 void CudaContext::seq_truncate(int seq, int32_t p0) {
   if (seq < 0 || seq >= impl_->opts.n_seq_max) throw Error("seq_truncate: sequence id out of range");
-  impl_->seq_len[seq] = std::min(impl_->seq_len[seq], std::max<int32_t>(p0, 0));
+  impl_->kvc->truncate(seq, p0);
 }
 
-int32_t CudaContext::seq_len(int seq) const {
-  if (seq < 0 || seq >= impl_->opts.n_seq_max) throw Error("seq_len: sequence id out of range");
-  return impl_->seq_len[seq];
+void CudaContext::seq_cut(int, int32_t, int32_t) {
+  throw Refusal("moving cached cells (context shift, --cache-reuse) is not implemented on the CUDA backend yet");
 }
+
+int64_t CudaContext::n_ctx() const { return impl_->seq_cap; }
+const KvCache& CudaContext::kv() const { return *impl_->kvc; }
+KvCache& CudaContext::kv_cache() { return *impl_->kvc; }
 
 const Model& CudaContext::model() const { return impl_->model; }
 int64_t CudaContext::n_vocab() const { return impl_->model.hparams().n_vocab; }

@@ -12,7 +12,11 @@
 // IQ4_NL, IQ4_XS and MXFP4 (Q8_0 / Q4_K / Q6_K through the integer GEMV, the
 // rest through the float GEMV on activations rounded as the CPU's partner
 // quantizer rounds them); anything else is refused by name.
-// The KV cache is f16, not paged yet: each sequence gets n_ctx cells.
+// The KV cache is f16 and paged as the CPU's (n_ctx cells in 32-cell blocks
+// shared by all sequences, KvCache's block tables and prefix index on the
+// host, the cells in GPU memory), so the server's engine drives it as it
+// drives the CPU Context (BatchContext). Moving cells (seq_cut) is not
+// implemented on the GPU yet.
 // This header has no CUDA types, so it also builds with STRIX_CUDA=OFF, where
 // every entry point refuses (cuda_off.cpp).
 #pragma once
@@ -24,6 +28,7 @@
 #include <string_view>
 
 #include "models/model.h"
+#include "runtime/batch_context.h"
 #include "runtime/context.h"
 
 namespace strix::cuda {
@@ -42,7 +47,7 @@ void check_model(const Model& model);
 // Builds without the backend answer false for "0" / "auto" and refuse the rest.
 bool parse_ngl(std::string_view value, int64_t n_layer);
 
-class CudaContext {
+class CudaContext final : public BatchContext {
  public:
   CudaContext(const Model& model, const ContextOptions& opts);
   ~CudaContext();
@@ -51,13 +56,21 @@ class CudaContext {
 
   // As Context::decode / decode_seq / logits.
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
-              std::span<const uint8_t> want_logits = {});
+              std::span<const uint8_t> want_logits = {}) override;
   void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
-  std::span<const float> logits(int32_t i) const;
+  std::span<const float> logits(int32_t i) const override;
 
   void clear();
-  void seq_truncate(int seq, int32_t p0);
-  int32_t seq_len(int seq) const;
+  void seq_truncate(int seq, int32_t p0) override;
+  // Refused: moving cached cells is not implemented on the GPU yet.
+  void seq_cut(int seq, int32_t p0, int32_t p1) override;
+  bool can_cut() const override { return false; }
+  // The most cells one sequence may hold: n_ctx, or less where the prefill
+  // attention's shared memory bounds it.
+  int64_t n_ctx() const override;
+  int n_threads() const override { return 1; }
+  const KvCache& kv() const override;
+  KvCache& kv_cache() override;
 
   const Model& model() const;
   int64_t n_vocab() const;

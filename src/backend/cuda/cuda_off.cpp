@@ -36,7 +36,10 @@ void CudaContext::decode_seq(std::span<const int32_t>, int, bool) { refuse(); }
 std::span<const float> CudaContext::logits(int32_t) const { refuse(); }
 void CudaContext::clear() { refuse(); }
 void CudaContext::seq_truncate(int, int32_t) { refuse(); }
-int32_t CudaContext::seq_len(int) const { refuse(); }
+void CudaContext::seq_cut(int, int32_t, int32_t) { refuse(); }
+int64_t CudaContext::n_ctx() const { refuse(); }
+const KvCache& CudaContext::kv() const { refuse(); }
+KvCache& CudaContext::kv_cache() { refuse(); }
 const Model& CudaContext::model() const { refuse(); }
 int64_t CudaContext::n_vocab() const { refuse(); }
 std::string CudaContext::device_name() const { refuse(); }

@@ -109,11 +109,18 @@ void gather_rows(const float* src, int64_t stride, int64_t width, const int32_t*
 void rope(float* x, int n, int64_t n_heads, int64_t head_dim, int64_t stride, const int32_t* pos, const RopeParams& rp,
           const float* freq_factors, cudaStream_t st);
 
+// One layer's KV cells. Paged (blocks set): cell p of sequence s is row
+// blocks[s * max_blocks + p / block_size] * block_size + p % block_size of k
+// and v (KvCache's block tables; block_size a power of two); contiguous
+// (blocks null): row s * seq_cap + p.
 struct KvLayout {
-  uint16_t* k = nullptr;  // this layer's K: [n_seq][seq_cap][k_dim] halves
+  uint16_t* k = nullptr;  // this layer's K rows of k_dim halves
   uint16_t* v = nullptr;
   int64_t k_dim = 0, v_dim = 0;
-  int64_t seq_cap = 0;  // cells per sequence
+  int64_t seq_cap = 0;  // contiguous: cells per sequence
+  const int32_t* blocks = nullptr;
+  int block_shift = 0;  // log2(block_size)
+  int max_blocks = 0;   // table entries per sequence
 };
 // Stores k, v rows (rounded to f16) at (seq[t], pos[t]).
 void kv_store(const KvLayout& kv, const float* k, int64_t k_stride, const float* v, int64_t v_stride, int n,

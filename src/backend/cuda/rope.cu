@@ -44,7 +44,7 @@ __global__ void rope_kv_kernel(float* __restrict__ q, int64_t qs, float* __restr
     rope_pair(q + t * qs + static_cast<int64_t>(j / half) * head_dim, j % half, p, ff, c);
     return;
   }
-  const int64_t cell = static_cast<int64_t>(seq[t]) * kv.seq_cap + p;
+  const int64_t cell = kv_cell(kv, seq[t], p);
   if (j < qu + ku) {
     const int h = (j - qu) / pairs, i = (j - qu) % pairs;
     float* kr = k + t * ks + static_cast<int64_t>(h) * head_dim;

@@ -1,0 +1,163 @@
+// The server's engine on the CUDA context (its paged KV cache on the GPU, the
+// block bookkeeping on the host), on stories260K: every reply equals libllama's
+// greedy tokens (CPU) for its prompt, with
+//   - four different prompts decoded at once;
+//   - a prompt sent again: its whole blocks come from the prefix cache;
+//   - three identical prompts at once: computed once, the shared last block
+//     copied on the GPU by whichever writes it first (KvCache's copier).
+// Negative control: the runner-up taken once gives another text.
+// Skips without a CUDA backend, a GPU (CI) or stories260K.
+#include <gtest/gtest.h>
+
+#if STRIX_HAVE_CUDA
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda/cuda_context.h"
+#include "core/source_dir.h"
+#include "models/model.h"
+#include "ref/libllama.h"
+#include "sampling/sampler.h"
+#include "server/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace strix::cuda {
+namespace {
+
+using server::Engine;
+using server::GenEvent;
+using server::GenRequest;
+using server::GenStream;
+
+std::string stories() {
+  const char* env = std::getenv("STRIX_STORIES");
+  return env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
+}
+
+class CudaEngine : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!available(&why)) GTEST_SKIP() << why;
+    if (!std::filesystem::exists(stories())) GTEST_SKIP() << stories() << " is absent";
+    model_ = Model::load(stories());
+    tk_ = std::make_unique<tok::Tokenizer>(tok::Vocab::load(model_->file()));
+    ref_ = std::make_unique<ref::LlamaModel>(stories());
+    ctx_ = std::make_unique<CudaContext>(*model_, ContextOptions{.n_ctx = 1024, .n_ubatch = 512, .n_seq_max = 4});
+    engine_ = std::make_unique<Engine>(*ctx_, *tk_, Engine::Options{.n_parallel = 4});
+  }
+  void TearDown() override {
+    if (engine_) engine_->stop();
+  }
+
+  GenRequest request(const std::vector<int32_t>& prompt, int n) {
+    GenRequest r;
+    r.prompt = prompt;
+    sampling::Params p;
+    p.temp = 0.0f;
+    p.ignore_eos = true;
+    r.sampler = std::make_unique<sampling::Sampler>(p, *tk_, 16384);
+    r.n_predict = n;
+    return r;
+  }
+  static std::pair<GenEvent, std::string> wait(const std::shared_ptr<GenStream>& s) {
+    std::string text;
+    for (int i = 0; i < 60000; ++i) {
+      for (GenEvent& e : s->take()) {
+        text += e.text;
+        if (e.done) return {e, text};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return {GenEvent{}, text};
+  }
+  // libllama (CPU): greedy n tokens after the prompt, end-of-generation tokens excluded (ignore_eos)
+  std::string ref_greedy(const std::vector<int32_t>& prompt, int n, int swap_at = -1) {
+    ref::LlamaContext ctx(*ref_, {.n_ctx = 1024, .n_batch = 1024, .n_ubatch = 512, .n_threads = 2});
+    std::vector<int32_t> rest = prompt;
+    int32_t at = 0;
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      ctx.decode_seq(rest, at);
+      at += static_cast<int32_t>(rest.size());
+      const auto l = ctx.logits(static_cast<int32_t>(rest.size()) - 1);
+      int32_t best = -1, second = -1;
+      for (int32_t t = 0; t < static_cast<int32_t>(l.size()); ++t) {
+        if (ref_->is_eog(t)) continue;
+        if (best < 0 || l[t] > l[best]) {
+          second = best;
+          best = t;
+        } else if (second < 0 || l[t] > l[second]) {
+          second = t;
+        }
+      }
+      const int32_t tok = i == swap_at ? second : best;
+      text += ref_->token_to_piece(tok, false);
+      rest = {tok};
+    }
+    return text;
+  }
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<tok::Tokenizer> tk_;
+  std::unique_ptr<ref::LlamaModel> ref_;
+  std::unique_ptr<CudaContext> ctx_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
+  constexpr int kN = 48;
+  const std::vector<std::string> texts = {
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.",
+      "The cat sat on the mat.", "Tom and Sue went to the beach", "One day, a big bird flew over the old tree and"};
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& t : texts) prompts.push_back(ref_->tokenize(t, true, true));
+  ASSERT_GT(prompts[0].size(), 32u);
+
+  // four different prompts at once
+  std::vector<GenRequest> reqs;
+  for (const auto& p : prompts) reqs.push_back(request(p, kN));
+  const auto streams = engine_->submit_all(std::move(reqs));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto [e, text] = wait(streams[i]);
+    ASSERT_TRUE(e.done) << e.error;
+    EXPECT_EQ(text, ref_greedy(prompts[i], kN)) << "prompt " << i;
+  }
+  // the first prompt again: its whole blocks from the cache
+  const auto [e2, text2] = wait(engine_->submit(request(prompts[0], kN)));
+  ASSERT_TRUE(e2.done) << e2.error;
+  EXPECT_GE(e2.n_cached, 32);
+  const std::string want0 = ref_greedy(prompts[0], kN);
+  EXPECT_EQ(text2, want0);
+  EXPECT_NE(text2, ref_greedy(prompts[0], kN, /*swap_at=*/3));  // the comparison's negative control
+
+  // three identical new prompts at once: one prefill, the shared partial block copied on the GPU
+  const std::vector<int32_t> p3 = ref_->tokenize("A little dog found a red ball in the garden and", true, true);
+  std::vector<GenRequest> same;
+  for (int i = 0; i < 3; ++i) same.push_back(request(p3, kN));
+  const auto s3 = engine_->submit_all(std::move(same));
+  const std::string want3 = ref_greedy(p3, kN);
+  for (int i = 0; i < 3; ++i) {
+    const auto [e, text] = wait(s3[i]);
+    ASSERT_TRUE(e.done) << e.error;
+    EXPECT_EQ(text, want3) << "copy " << i;
+  }
+  // nothing left running: every block is free or cached (read after the engine thread ended)
+  engine_->stop();
+  EXPECT_EQ(ctx_->kv().n_used_blocks(), 0);
+}
+
+}  // namespace
+}  // namespace strix::cuda
+
+#else
+
+TEST(CudaEngine, SkippedWithoutCudaBackend) { GTEST_SKIP() << "built with STRIX_CUDA=OFF"; }
+
+#endif
