@@ -284,13 +284,10 @@ int cmd_serve(int argc, char** argv) {
   if (alias.empty()) alias = base_name(model_path);
 
   auto model = Model::load(model_path);
-  // moving cached cells (context shift, --cache-reuse) runs on the CPU only so far
-  const char* moves = ctx_shift ? "--context-shift" : cache_reuse > 0 ? "--cache-reuse" : nullptr;
   bool on_gpu = false;
   if (may_offload && ngl == "auto") {
     try {
       cuda::check_model(*model);
-      if (moves) throw Refusal(std::string(moves) + " moves cached cells, which the CUDA backend does not do yet");
       on_gpu = true;
     } catch (const Refusal& e) {
       std::fprintf(stderr, "strix serve: the model runs on the CPU: %s\n", e.what());
@@ -298,10 +295,6 @@ int cmd_serve(int argc, char** argv) {
   } else if (may_offload) {
     on_gpu = cuda::parse_ngl(ngl, model->hparams().n_layer);  // refuses a partial count by name
     if (on_gpu) cuda::check_model(*model);
-    if (on_gpu && moves) {
-      throw Refusal(std::string("serve: ") + moves + " with -ngl: moving cached cells is not implemented on the CUDA " +
-                    "backend yet (use -ngl 0)");
-    }
   }
   tok::Tokenizer tk(tok::Vocab::load(model->file()));
   if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");

@@ -122,9 +122,6 @@ int run(CliParams& p) {
   } else if (may_offload) {
     on_gpu = cuda::parse_ngl(p.n_gpu_layers, model->hparams().n_layer);  // refuses a partial count by name
     if (on_gpu) cuda::check_model(*model);
-    if (on_gpu && p.ctx_shift) {
-      throw Refusal("--context-shift with -ngl: moving cached cells is not implemented on the CUDA backend");
-    }
   }
   const tok::Tokenizer tk = tok::Tokenizer::from_file(path);
   if (p.mlock && mlockall(MCL_CURRENT) != 0) {

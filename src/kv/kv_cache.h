@@ -104,6 +104,15 @@ class KvCache {
     }
     finish_cut(seq, p0, p1, n);
   }
+  // The same cut for a cache whose cells live elsewhere: the checks and
+  // copies, then move(n) moves the n cells [p1, p1 + n) to [p0, p0 + n)
+  // (block_table already final), then the bookkeeping.
+  template <class Move>
+  void cut_cells(int seq, int32_t p0, int32_t p1, Move&& move) {
+    const int32_t n = prepare_cut(seq, p0, p1);
+    move(n);
+    finish_cut(seq, p0, p1, n);
+  }
   void clear();
 
   // Prefix caching for `seq` (must be empty): on, with the hash of its salt.

@@ -4,13 +4,17 @@
 //   - four different prompts decoded at once;
 //   - a prompt sent again: its whole blocks come from the prefix cache;
 //   - three identical prompts at once: computed once, the shared last block
-//     copied on the GPU by whichever writes it first (KvCache's copier).
+//     copied on the GPU by whichever writes it first (KvCache's copier);
+//   - 150 tokens in a 64-cell context with the context shift (kv_move on the
+//     GPU), against libllama running llama-server's loop; controls: the
+//     runner-up once, and no shift.
 // Negative control: the runner-up taken once gives another text.
 // Skips without a CUDA backend, a GPU (CI) or stories260K.
 #include <gtest/gtest.h>
 
 #if STRIX_HAVE_CUDA
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -49,8 +53,14 @@ class CudaEngine : public ::testing::Test {
     model_ = Model::load(stories());
     tk_ = std::make_unique<tok::Tokenizer>(tok::Vocab::load(model_->file()));
     ref_ = std::make_unique<ref::LlamaModel>(stories());
-    ctx_ = std::make_unique<CudaContext>(*model_, ContextOptions{.n_ctx = 1024, .n_ubatch = 512, .n_seq_max = 4});
-    engine_ = std::make_unique<Engine>(*ctx_, *tk_, Engine::Options{.n_parallel = 4});
+    start(1024, 4, false);
+  }
+  void start(int64_t n_ctx, int n_parallel, bool shift) {
+    if (engine_) engine_->stop();
+    engine_.reset();
+    ctx_ = std::make_unique<CudaContext>(*model_,
+                                         ContextOptions{.n_ctx = n_ctx, .n_ubatch = 512, .n_seq_max = n_parallel});
+    engine_ = std::make_unique<Engine>(*ctx_, *tk_, Engine::Options{.n_parallel = n_parallel, .ctx_shift = shift});
   }
   void TearDown() override {
     if (engine_) engine_->stop();
@@ -77,13 +87,23 @@ class CudaEngine : public ::testing::Test {
     }
     return {GenEvent{}, text};
   }
-  // libllama (CPU): greedy n tokens after the prompt, end-of-generation tokens excluded (ignore_eos)
-  std::string ref_greedy(const std::vector<int32_t>& prompt, int n, int swap_at = -1) {
+  // libllama (CPU): greedy n tokens after the prompt, end-of-generation tokens
+  // excluded (ignore_eos); shift_ctx > 0: llama-server's context shift in a
+  // context of that many cells, keeping n_keep (+1 for the BOS)
+  std::string ref_greedy(const std::vector<int32_t>& prompt, int n, int swap_at = -1, int shift_ctx = 0,
+                         int n_keep = 0) {
     ref::LlamaContext ctx(*ref_, {.n_ctx = 1024, .n_batch = 1024, .n_ubatch = 512, .n_threads = 2});
     std::vector<int32_t> rest = prompt;
     int32_t at = 0;
     std::string text;
     for (int i = 0; i < n; ++i) {
+      if (shift_ctx > 0 && i > 0 && at + 1 >= shift_ctx) {
+        const int32_t keep = std::min(shift_ctx - 4, n_keep + (ref_->add_bos() ? 1 : 0));
+        const int32_t discard = (at - keep) / 2;
+        ctx.remove(0, keep, keep + discard);
+        ctx.shift(0, keep + discard, at, -discard);
+        at -= discard;
+      }
       ctx.decode_seq(rest, at);
       at += static_cast<int32_t>(rest.size());
       const auto l = ctx.logits(static_cast<int32_t>(rest.size()) - 1);
@@ -151,6 +171,21 @@ TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
   // nothing left running: every block is free or cached (read after the engine thread ended)
   engine_->stop();
   EXPECT_EQ(ctx_->kv().n_used_blocks(), 0);
+}
+
+TEST_F(CudaEngine, ContextShiftGivesLibllamasTokens) {
+  constexpr int kCtx = 64, kGen = 150;
+  start(kCtx, 1, true);
+  const std::vector<int32_t> prompt = ref_->tokenize("Once upon a time, there was a little girl named Lily.", true, true);
+  GenRequest r = request(prompt, kGen);
+  r.n_keep = 5;
+  const auto [e, text] = wait(engine_->submit(std::move(r)));
+  ASSERT_TRUE(e.done) << e.error;
+  EXPECT_EQ(e.n_gen, kGen);
+  EXPECT_TRUE(e.truncated);
+  EXPECT_EQ(text, ref_greedy(prompt, kGen, -1, kCtx, 5));
+  EXPECT_NE(text, ref_greedy(prompt, kGen, 120, kCtx, 5));
+  EXPECT_NE(text, ref_greedy(prompt, kGen));
 }
 
 }  // namespace

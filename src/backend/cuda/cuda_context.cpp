@@ -23,6 +23,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
 #include "core/error.h"
+#include "ops/cpu_ops.h"
 
 namespace strix::cuda {
 
@@ -134,6 +135,7 @@ struct CudaContext::Impl {
   DevMem kcache, vcache, tables;
   std::vector<int32_t> tables_host;
   int max_blocks = 0;
+  DevMem cut_cs, cut_scratch;  // seq_cut: each layer's cos/sin of the shift, the moved rows (made on first use)
   int64_t seq_cap = 0;  // the most cells one sequence holds
   static constexpr int kMaxDecodeSplit = 64;
   DevMem split_ml, split_o, split_count;
@@ -355,6 +357,42 @@ struct CudaContext::Impl {
                               static_cast<size_t>(hp.n_layer), cudaMemcpyDeviceToDevice, m.st()),
             "copying a KV block");
     }
+  }
+
+  // Context::seq_cut on the GPU's cells: each layer's cos/sin of the shift
+  // made on the host as the CPU's rope_shift makes them (Arch::key_rope), the
+  // cells moved by kv_move through the block tables KvCache::cut_cells leaves.
+  void cut(int seq, int32_t p0, int32_t p1) {
+    if (seq < 0 || seq >= opts.n_seq_max) throw Error("seq_cut: sequence id out of range");
+    if (p0 == p1) return;
+    const Hparams& hp = model.hparams();
+    const int n_rot = static_cast<int>(hp.rope.n_rot);
+    std::vector<float> cs(static_cast<size_t>(hp.n_layer) * n_rot);
+    bool neox = false;
+    for (int64_t il = 0; il < hp.n_layer; ++il) {
+      const KeyRope kr = model.arch().key_rope(hp, il, seq_cap);
+      if (kr.rope == nullptr || kr.rope->n_rot != n_rot) {
+        throw Refusal("moving cached cells: this model's layers do not share one RoPE, which the CUDA backend needs");
+      }
+      const ops::RopeShift sh = ops::rope_shift(p0 - p1, *kr.rope, kr.freq_factors);
+      std::copy(sh.cache.begin(), sh.cache.end(), cs.begin() + il * n_rot);
+      neox = kr.rope->mode == RopeMode::kNeox;
+    }
+    if (!cut_cs.as()) {
+      cut_cs = DevMem(sizeof(float) * cs.size(), "the KV shift's cos/sin table");
+      cut_scratch = DevMem(sizeof(uint16_t) * static_cast<size_t>(seq_cap) * (hp.k_dim() + hp.v_dim()),
+                           "the scratch of moved KV cells");
+    }
+    check(cudaMemcpyAsync(cut_cs.as(), cs.data(), sizeof(float) * cs.size(), cudaMemcpyHostToDevice, st()),
+          "uploading the KV shift's cos/sin table");
+    kvc->cut_cells(seq, p0, p1, [&](int32_t n) {
+      upload_tables();
+      for (int64_t il = 0; il < hp.n_layer; ++il) {
+        kv_move(kv_layer(il), seq, p0, p1, n, F(cut_cs) + il * n_rot, n_rot, neox, static_cast<int>(hp.head_dim_k),
+                cut_scratch.as<uint16_t>(), st());
+      }
+      dev.sync("moving cached cells");  // cs and the tables are host memory the copies read
+    });
   }
 
   // Every sequence's block table into `tables` (entries past a table's end stay stale and unread).
@@ -743,9 +781,7 @@ void CudaContext::seq_truncate(int seq, int32_t p0) {
   impl_->kvc->truncate(seq, p0);
 }
 
-void CudaContext::seq_cut(int, int32_t, int32_t) {
-  throw Refusal("moving cached cells (context shift, --cache-reuse) is not implemented on the CUDA backend yet");
-}
+void CudaContext::seq_cut(int seq, int32_t p0, int32_t p1) { impl_->cut(seq, p0, p1); }
 
 int64_t CudaContext::n_ctx() const { return impl_->seq_cap; }
 const KvCache& CudaContext::kv() const { return *impl_->kvc; }

@@ -15,8 +15,7 @@
 // The KV cache is f16 and paged as the CPU's (n_ctx cells in 32-cell blocks
 // shared by all sequences, KvCache's block tables and prefix index on the
 // host, the cells in GPU memory), so the server's engine drives it as it
-// drives the CPU Context (BatchContext). Moving cells (seq_cut) is not
-// implemented on the GPU yet.
+// drives the CPU Context (BatchContext), moving cells (seq_cut) included.
 // This header has no CUDA types, so it also builds with STRIX_CUDA=OFF, where
 // every entry point refuses (cuda_off.cpp).
 #pragma once
@@ -62,9 +61,9 @@ class CudaContext final : public BatchContext {
 
   void clear();
   void seq_truncate(int seq, int32_t p0) override;
-  // Refused: moving cached cells is not implemented on the GPU yet.
+  // As Context::seq_cut, on the GPU's cells.
   void seq_cut(int seq, int32_t p0, int32_t p1) override;
-  bool can_cut() const override { return false; }
+  bool can_cut() const override { return true; }
   // The most cells one sequence may hold: n_ctx, or less where the prefill
   // attention's shared memory bounds it.
   int64_t n_ctx() const override;

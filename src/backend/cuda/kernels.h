@@ -122,6 +122,14 @@ struct KvLayout {
   int block_shift = 0;  // log2(block_size)
   int max_blocks = 0;   // table entries per sequence
 };
+// Moves cells [p1, p1 + n) of sequence seq to [p0, p0 + n) (p0 < p1; both
+// reserved): K rows rotated by the RoPE of the shift (cs: n_rot floats, each
+// pair's cosine and sine as ops::rope_shift computes them on the host; neox or
+// adjacent pairs, each head of head_dim), V rows copied; scratch holds
+// n * (k_dim + v_dim) halves.
+void kv_move(const KvLayout& kv, int seq, int32_t p0, int32_t p1, int32_t n, const float* cs, int n_rot, bool neox,
+             int head_dim, uint16_t* scratch, cudaStream_t st);
+
 // Stores k, v rows (rounded to f16) at (seq[t], pos[t]).
 void kv_store(const KvLayout& kv, const float* k, int64_t k_stride, const float* v, int64_t v_stride, int n,
               const int32_t* pos, const int32_t* seq, cudaStream_t st);
