@@ -3,7 +3,8 @@
 #   kernel tests, parity -ngl 99 against libllama (CPU) on synthetic llama /
 #   qwen2 / qwen3 models (F16, Q8_0, Q4_K_M; llama also in BF16, Q4_0, Q4_1,
 #   Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, Q4_K_S, Q3_K_M, decode) with
-#   a negative control that must fail, stories260K greedy 200 tokens, and
+#   a negative control that must fail, stories260K greedy 200 tokens, the
+#   server on the GPU (scripts/gpu-serve-check.sh), and
 #   strix bench -ngl 99 (tg128/pp512) of a Llama-3.2-1B-shaped Q4_K_M with the
 #   measured copy bandwidth.
 #
@@ -102,6 +103,8 @@ if [ -f "$STORIES" ]; then
   check "stories260K greedy 200 tokens -ngl 99 = libllama" pass \
     bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --greedy 200 | tee -a '$OUT/parity.txt'"
   check "stories260K parity -ngl 99" pass bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --tokens 256 | tee -a '$OUT/parity.txt'"
+  check "serve -ngl 99: 4 concurrent /completion greedy = strix run -ngl 99" pass \
+    bash scripts/gpu-serve-check.sh "$S" "$STORIES" "$OUT"
 else
   note "skip  stories260K ($STORIES absent)"
 fi
