@@ -1,6 +1,6 @@
 // The KV cells through block tables (KvLayout::blocks, the paged cache the CUDA
-// context uses) against the contiguous layout: kv_store, rope_kv_store,
-// attention and attention_decode (split and not) give the same outputs bit for
+// context uses) against the contiguous layout: kv_store, attention,
+// attention_prefill and attention_decode (split and not) give the same outputs bit for
 // bit when each sequence's 32-cell blocks sit at permuted places of the pool.
 // Negative control: a table with two blocks swapped changes the attention.
 // Skips without a CUDA backend or GPU (CI).
@@ -76,7 +76,7 @@ TEST_F(CudaPaged, BlockTablesGiveTheContiguousResults) {
   auto q = randn(nq * qd);
   for (float& x : q) x *= 3.0f;
   DevMem dq = up(q), dqp = up(qpos), dqs = up(qseq);
-  auto attend = [&](const KvLayout& kv) {
+  auto attend = [&](const KvLayout& kv, bool flash = false) {
     DevMem out = poisoned_bytes(sizeof(float) * nq * qd);
     AttnArgs a;
     a.q = dq.as<float>(), a.q_stride = qd, a.pos = dqp.as<int32_t>(), a.seq = dqs.as<int32_t>();
@@ -84,11 +84,19 @@ TEST_F(CudaPaged, BlockTablesGiveTheContiguousResults) {
     a.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
     a.max_cells = 150;
     a.out = out.as<float>(), a.out_stride = qd;
-    attention(kv, a, st());
+    if (flash) {
+      attention_prefill(kv, a, st());
+    } else {
+      attention(kv, a, st());
+    }
     return down<float>(out, nq * qd);
   };
   const auto want = attend(L.flat), got = attend(L.paged);
   for (int64_t i = 0; i < nq * qd; ++i) ASSERT_EQ(got[i], want[i]) << "attention output " << i;
+  // the tensor-core prefill kernel reads its K/V tiles through the tables too
+  ASSERT_TRUE(attention_prefill_fits(hd, hd));
+  const auto fwant = attend(L.flat, true), fgot = attend(L.paged, true);
+  for (int64_t i = 0; i < nq * qd; ++i) ASSERT_EQ(fgot[i], fwant[i]) << "attention_prefill output " << i;
 
   // one-token decode (RoPE, store, attention) at the end of sequence 1, without and with splits
   RopeParams rp;

@@ -3,15 +3,20 @@
 // graph::self_attention and graph::gated_ffn, each op a kernel of
 // backend/cuda/kernels.h on one stream. Matrix products: the GEMV kernel for
 // up to 8 tokens, else the weight dequantized to f16 and cuBLAS (f32
-// accumulation); F32 weights go to cublasSgemm. Activations are first rounded
-// to each weight's CPU partner type (round_activations), as libllama's CPU
-// path multiplies them. One-token decode runs as a CUDA graph (on by default,
-// STRIX_CUDA_GRAPHS=0 turns it off) and its attention as one fused kernel
-// (attention_decode); graphs per batch bucket are a later step.
+// accumulation), q/k/v and gate/up as one GEMM each; F32 weights go to
+// cublasSgemm. Activations are first rounded to each weight's CPU partner type
+// (round_activations; for the GEMM rounded and converted to f16 in one pass,
+// activations_f16, with SwiGLU fused for the down projection), as libllama's
+// CPU path multiplies them. Prefill attention runs as the tensor-core
+// attention_prefill (STRIX_CUDA_FA=0: attention()). One-token decode runs as a
+// CUDA graph (on by default, STRIX_CUDA_GRAPHS=0 turns it off) and its
+// attention as one fused kernel (attention_decode); graphs per batch bucket
+// are a later step.
 #include "backend/cuda/cuda_context.h"
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -32,6 +37,89 @@ namespace {
 constexpr int kGemvMaxTokens = 8;  // more tokens than this: dequantize + GEMM
 
 std::string path_of(const Model& m) { return m.path(); }
+
+// STRIX_CUDA_PROFILE=1: a CUDA event after each step of every forward pass of
+// more than one token (not the captured decode graph); the time between two
+// events is charged to the step that ends at the second. Summed per kind and
+// printed to stderr when the context ends. The context's first such forward
+// (cuBLAS and module loading: a bench warmup) is left out. The events
+// themselves cost a little.
+class Profile {
+ public:
+  enum Kind { kDequant, kAct, kGemm, kGemv, kAttention, kRopeKv, kNorm, kSwiglu, kOther, kKinds };
+  Profile() {
+    const char* e = std::getenv("STRIX_CUDA_PROFILE");
+    on_ = e && e[0] == '1';
+  }
+  ~Profile() {
+    if (on_ && forwards_ > 0) print();
+    for (cudaEvent_t e : pool_) cudaEventDestroy(e);
+  }
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+  void begin(cudaStream_t st, int tokens) {
+    if (!on_) return;
+    active_ = true;
+    used_ = 0;
+    kinds_.clear();
+    if (warm_) tokens_ += tokens;
+    record(st, -1);
+  }
+  void mark(cudaStream_t st, Kind k) {
+    if (active_) record(st, k);
+  }
+  // after the stream was synchronized
+  void end() {
+    if (!active_) return;
+    active_ = false;
+    if (!warm_) {
+      warm_ = true;
+      return;
+    }
+    ++forwards_;
+    for (size_t i = 1; i < used_; ++i) {
+      float t = 0;
+      check(cudaEventElapsedTime(&t, pool_[i - 1], pool_[i]), "the profile's events");
+      ms_[kinds_[i]] += t;
+      ++steps_[kinds_[i]];
+    }
+  }
+
+ private:
+  void record(cudaStream_t st, int kind) {
+    if (used_ == pool_.size()) {
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreate(&e), "the profile's events");
+      pool_.push_back(e);
+    }
+    check(cudaEventRecord(pool_[used_], st), "the profile's events");
+    kinds_.push_back(kind);
+    ++used_;
+  }
+  void print() const {
+    static const char* names[kKinds] = {"dequant_f16", "act round/f16", "gemm (cuBLAS)", "gemv", "attention",
+                                        "rope+kv",     "norm",          "swiglu",        "other"};
+    double total = 0;
+    for (double m : ms_) total += m;
+    std::fprintf(stderr,
+                 "strix cuda profile: %ld forwards of >1 token after the first, %ld tokens, %.2f ms of steps (%.3f "
+                 "ms/forward)\n",
+                 forwards_, tokens_, total, total / static_cast<double>(forwards_));
+    for (int k = 0; k < kKinds; ++k) {
+      if (steps_[k] == 0) continue;
+      std::fprintf(stderr, "  %-14s %9.2f ms %5.1f%%  %7.3f ms/forward  %6ld steps\n", names[k], ms_[k],
+                   total > 0 ? 100.0 * ms_[k] / total : 0.0, ms_[k] / static_cast<double>(forwards_), steps_[k]);
+    }
+  }
+
+  bool on_ = false, active_ = false, warm_ = false;
+  std::vector<cudaEvent_t> pool_;
+  size_t used_ = 0;
+  std::vector<int> kinds_;
+  double ms_[kKinds] = {};
+  long steps_[kKinds] = {};
+  long forwards_ = 0, tokens_ = 0;
+};
 
 // Weights by name (the architecture took exactly these).
 std::unordered_map<std::string, const Weight*> by_name(const Model& m) {
@@ -124,6 +212,7 @@ struct CudaContext::Impl {
 
   // activations [n_ubatch, width]
   DevMem x, x_alt, normed, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
+  DevMem ff_ab;     // gate | up rows of the merged prefill GEMM [n_ubatch, 2 n_ff]
   DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
   DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
@@ -151,6 +240,18 @@ struct CudaContext::Impl {
   cudaGraphExec_t decode_graph = nullptr;
   bool use_graphs = false;
 
+  // Prefill attention through the tensor-core kernel (attention_prefill) for
+  // batches of at least kFaTokensPerRun tokens per run of one sequence;
+  // STRIX_CUDA_FA=0 keeps attention() for every batch (A/B runs).
+  static constexpr int kFaTokensPerRun = 4;
+  bool fa_on = true;
+  // Prefill GEMMs of q/k/v and of gate/up as one cuBLAS call each (the weights
+  // dequantized into consecutive rows of w16); STRIX_CUDA_MERGE=0: one per weight.
+  bool merge_on = true;
+  bool fa_batch = false;  // this micro-batch takes attention_prefill
+  Profile prof;
+  void mark(Profile::Kind k) { prof.mark(st(), k); }
+
   std::vector<int32_t> output_of, out_rows;
   std::vector<float> logits;
   int32_t n_outputs = 0;
@@ -164,11 +265,15 @@ struct CudaContext::Impl {
       throw Refusal("the CUDA attention runs at most " + std::to_string(most) + " cells per sequence so far; lower -c");
     }
     seq_cap = std::min<int64_t>(o.n_ctx, most);
+    const char* mg = std::getenv("STRIX_CUDA_MERGE");  // read before allocate(): it sizes the scratch
+    merge_on = !(mg && std::string(mg) == "0");
     upload();
     bind();
     allocate();
     const char* g = std::getenv("STRIX_CUDA_GRAPHS");
     use_graphs = !(g && std::string(g) == "0");
+    const char* fa = std::getenv("STRIX_CUDA_FA");
+    fa_on = !(fa && std::string(fa) == "0");
   }
   ~Impl() {
     if (decode_graph) cudaGraphExecDestroy(decode_graph);
@@ -296,6 +401,13 @@ struct CudaContext::Impl {
     xq = DevMem(static_cast<size_t>(gq), "quantized activations");
     xqd = DevMem(sizeof(float) * static_cast<size_t>(gq / 32), "quantized activation scales");
     if (ub > kGemvMaxTokens) {
+      if (merge_on) {
+        for (const Layer& L : layers) {
+          if (L.wq.data) max_w = std::max(max_w, L.wq.ne0 * (L.wq.ne1 + L.wk.ne1 + L.wv.ne1));
+          max_w = std::max(max_w, L.gate.ne0 * (L.gate.ne1 + L.up.ne1));
+        }
+        ff_ab = DevMem(sizeof(float) * ub * 2 * hp.n_ff, "the gate/up activations of the prefill GEMM");
+      }
       w16 = DevMem(sizeof(uint16_t) * std::max<int64_t>(max_w, 1), "the f16 weight scratch of the prefill GEMM");
       x16 = DevMem(sizeof(uint16_t) * ub * max_ne0, "the f16 activation scratch of the prefill GEMM");
     }
@@ -422,9 +534,13 @@ struct CudaContext::Impl {
   Act rounded(GgmlType t, const float* in, int64_t in_stride, int n, int64_t width) {
     if (integer_gemv(t, n, width)) {
       quantize_act(t, in, in_stride, n, width, xq.as<int8_t>(), F(xqd), st());
+      mark(Profile::kAct);
       return {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(t)};
     }
-    if (round_activations(t, in, in_stride, n, width, F(xr), width, st())) return {F(xr), width};
+    if (round_activations(t, in, in_stride, n, width, F(xr), width, st())) {
+      mark(Profile::kAct);
+      return {F(xr), width};
+    }
     return {in, in_stride};
   }
 
@@ -432,30 +548,83 @@ struct CudaContext::Impl {
     if (n == 0) return;
     if (a.q) {
       gemv_q(w, a.q, a.d, n, y, y_stride, st());
+      mark(Profile::kGemv);
     } else if (n <= kGemvMaxTokens) {
       gemv(w, a.p, a.stride, n, y, y_stride, st());
+      mark(Profile::kGemv);
     } else if (w.type == GgmlType::F32) {
       const float one = 1.0f, zero = 0.0f;
       check_blas(cublasSgemm(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.ne1), n, static_cast<int>(w.ne0),
                              &one, reinterpret_cast<const float*>(w.data), static_cast<int>(w.nb1 / sizeof(float)), a.p,
                              static_cast<int>(a.stride), &zero, y, static_cast<int>(y_stride)),
                  "cublasSgemm");
+      mark(Profile::kGemm);
     } else {
       dequant_f16(w, w16.as<uint16_t>(), st());
+      mark(Profile::kDequant);
       to_f16(a.p, a.stride, n, w.ne0, x16.as<uint16_t>(), st());
+      mark(Profile::kAct);
       const float one = 1.0f, zero = 0.0f;
       check_blas(
           cublasGemmEx(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.ne1), n, static_cast<int>(w.ne0), &one,
                        w16.as(), CUDA_R_16F, static_cast<int>(w.ne0), x16.as(), CUDA_R_16F, static_cast<int>(w.ne0),
                        &zero, y, CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmEx");
+      mark(Profile::kGemm);
     }
-    if (bias) add_bias(y, y_stride, bias, n, w.ne1, st());
+    if (bias) {
+      add_bias(y, y_stride, bias, n, w.ne1, st());
+      mark(Profile::kOther);
+    }
+  }
+
+  // The prefill GEMM: x16 (activations_f16 of the weights' class) times the
+  // weights dequantized to f16 into consecutive rows of w16, in one
+  // cublasGemmEx (f32 accumulation): y[t][r] over the weights' rows in order.
+  void gemm_f16_ready(std::initializer_list<const DevWeight*> ws, int n, float* y, int64_t y_stride) {
+    const int64_t k = (*ws.begin())->ne0;
+    int64_t rows = 0;
+    for (const DevWeight* w : ws) {
+      dequant_f16(*w, w16.as<uint16_t>() + rows * k, st());
+      rows += w->ne1;
+    }
+    mark(Profile::kDequant);
+    const float one = 1.0f, zero = 0.0f;
+    check_blas(cublasGemmEx(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), n, static_cast<int>(k), &one,
+                            w16.as(), CUDA_R_16F, static_cast<int>(k), x16.as(), CUDA_R_16F, static_cast<int>(k), &zero,
+                            y, CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
+    mark(Profile::kGemm);
+  }
+  void gemm_f16(std::initializer_list<const DevWeight*> ws, const float* in, int64_t in_stride, int n, float* y,
+                int64_t y_stride) {
+    const DevWeight& w0 = **ws.begin();
+    activations_f16(w0.type, in, in_stride, n, w0.ne0, x16.as<uint16_t>(), st());
+    mark(Profile::kAct);
+    gemm_f16_ready(ws, n, y, y_stride);
+  }
+  static bool gemm_path(const DevWeight& w, int n) { return n > kGemvMaxTokens && w.type != GgmlType::F32; }
+  // Whether these weights go through one merged prefill GEMM.
+  bool mergeable(std::initializer_list<const DevWeight*> ws, int n) const {
+    if (!merge_on) return false;
+    const DevWeight& w0 = **ws.begin();
+    for (const DevWeight* w : ws) {
+      if (!w->data || !gemm_path(*w, n) || act_class(w->type) != act_class(w0.type) || w->ne0 != w0.ne0) return false;
+    }
+    return true;
   }
 
   void matmul(const DevWeight& w, const float* in, int64_t in_stride, int n, float* y, int64_t y_stride,
               const float* bias) {
     if (n == 0) return;
+    if (gemm_path(w, n)) {
+      gemm_f16({&w}, in, in_stride, n, y, y_stride);
+      if (bias) {
+        add_bias(y, y_stride, bias, n, w.ne1, st());
+        mark(Profile::kOther);
+      }
+      return;
+    }
     matmul_act(w, rounded(w.type, in, in_stride, n, w.ne0), n, y, y_stride, bias);
   }
 
@@ -477,6 +646,18 @@ struct CudaContext::Impl {
     for (const Out& o : outs) {
       shared = shared && act_class(o.w->type) == act_class(first.w->type) && o.w->ne0 == first.w->ne0;
     }
+    if (shared && gemm_path(*first.w, n)) {  // the activations rounded and converted once
+      activations_f16(first.w->type, in, in_stride, n, first.w->ne0, x16.as<uint16_t>(), st());
+      mark(Profile::kAct);
+      for (const Out& o : outs) {
+        gemm_f16_ready({o.w}, n, o.y, o.y_stride);
+        if (o.bias) {
+          add_bias(o.y, o.y_stride, o.bias, n, o.w->ne1, st());
+          mark(Profile::kOther);
+        }
+      }
+      return;
+    }
     if (!shared) {
       for (const Out& o : outs) {
         if (usable(o)) {
@@ -493,9 +674,11 @@ struct CudaContext::Impl {
       int count = 0;
       for (const Out& o : outs) g[count++] = {o.w, o.y, o.y_stride};
       gemv_q_multi(g, count, a.q, a.d, n, st());
+      mark(Profile::kGemv);
       for (const Out& o : outs) {
         if (o.bias) add_bias(o.y, o.y_stride, o.bias, n, o.w->ne1, st());
       }
+      mark(Profile::kOther);
       return;
     }
     for (const Out& o : outs) matmul_act(*o.w, a, n, o.y, o.y_stride, o.bias);
@@ -509,6 +692,7 @@ struct CudaContext::Impl {
     if (next.ne0 == d && integer_gemv(next.type, n, d)) {
       // the residual sum goes to the other residual buffer, the normed rows to `normed`
       rms_norm_quant(F(x), add, F(x_alt), n, d, w, hp.norm_eps, F(normed), next.type, xq.as<int8_t>(), F(xqd), st());
+      mark(Profile::kNorm);
       if (add) std::swap(x, x_alt);
       return {F(normed), d, xq.as<int8_t>(), F(xqd), act_class(next.type)};
     }
@@ -517,6 +701,7 @@ struct CudaContext::Impl {
     } else {
       rms_norm(F(x), n, d, d, F(cur), d, w, hp.norm_eps, st());
     }
+    mark(Profile::kNorm);
     return {F(cur), d};
   }
   const DevWeight& first_attn_weight(int64_t il) const {
@@ -544,12 +729,25 @@ struct CudaContext::Impl {
             cudaMemcpy2DAsync(F(v), vd * fs, F(qkv) + qd + kd, width * fs, vd * fs, n, cudaMemcpyDeviceToDevice, st()),
             "unpacking v");
         check(cudaMemcpyAsync(F(qkv), F(att), qd * fs * n, cudaMemcpyDeviceToDevice, st()), "unpacking q");
+        mark(Profile::kOther);
         q = F(qkv), kk = F(k), vv = F(v);
         qs = qd, ks = kd, vs = vd;
       } else {
         q = F(qkv), kk = F(qkv) + qd, vv = F(qkv) + qd + kd;
         qs = ks = vs = width;
       }
+    } else if (!L.q_norm && mergeable({&L.wq, &L.wk, &L.wv}, n)) {
+      // one GEMM into [q | k | v] rows, as the fused-qkv models' layout
+      const int64_t width = qd + kd + vd;
+      gemm_f16({&L.wq, &L.wk, &L.wv}, in.p, d, n, F(qkv), width);
+      const float* bias[3] = {L.bq, L.bk, L.bv};
+      const int64_t off[3] = {0, qd, qd + kd}, wd[3] = {qd, kd, vd};
+      for (int i = 0; i < 3; ++i) {
+        if (bias[i]) add_bias(F(qkv) + off[i], width, bias[i], n, wd[i], st());
+      }
+      mark(Profile::kOther);
+      q = F(qkv), kk = F(qkv) + qd, vv = F(qkv) + qd + kd;
+      qs = ks = vs = width;
     } else {
       matmul_group({{&L.wq, F(qkv), qd, L.bq}, {&L.wk, F(k), kd, L.bk}, {&L.wv, F(v), vd, L.bv}}, in.p, d, n, in);
       q = F(qkv), kk = F(k), vv = F(v);
@@ -590,8 +788,10 @@ struct CudaContext::Impl {
     if (L.q_norm) {
       rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
       rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
+      mark(Profile::kNorm);
     }
     rope_kv_store(q, qs, kk, ks, vv, vs, n, hp.n_head, hp.n_head_kv, hd, d_pos, d_seq, hp.rope, rope_freqs, kv, st());
+    mark(Profile::kRopeKv);
     AttnArgs a;
     a.q = q;
     a.q_stride = qs;
@@ -606,7 +806,12 @@ struct CudaContext::Impl {
     a.max_cells = max_cells;
     a.out = F(att);
     a.out_stride = hp.n_head * hp.head_dim_v;
-    attention(kv, a, st());
+    if (fa_batch && attention_prefill_fits(a.head_dim_k, a.head_dim_v)) {
+      attention_prefill(kv, a, st());
+    } else {
+      attention(kv, a, st());
+    }
+    mark(Profile::kAttention);
     matmul(L.wo, F(att), a.out_stride, n, F(cur), d, L.bo);
   }
 
@@ -615,13 +820,28 @@ struct CudaContext::Impl {
     const Hparams& hp = model.hparams();
     const Layer& L = layers[il];
     const int64_t ff = L.gate.ne1;
+    if (ff_ab.as<void>() && L.up.ne1 == ff && mergeable({&L.gate, &L.up}, n)) {
+      gemm_f16({&L.gate, &L.up}, in.p, hp.n_embd, n, F(ff_ab), 2 * ff);
+      if (gemm_path(L.down, n) && L.down.ne0 == ff) {  // SwiGLU fused into the down projection's input
+        activations_f16_swiglu(L.down.type, F(ff_ab), 2 * ff, F(ff_ab) + ff, 2 * ff, n, ff, x16.as<uint16_t>(), st());
+        mark(Profile::kAct);
+        gemm_f16_ready({&L.down}, n, F(cur), hp.n_embd);
+        return;
+      }
+      swiglu(F(ff_ab), 2 * ff, F(ff_ab) + ff, 2 * ff, F(ff_b), ff, n, ff, st());
+      mark(Profile::kSwiglu);
+      matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
+      return;
+    }
     matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, in.p, hp.n_embd, n, in);
     if (L.down.ne0 == ff && integer_gemv(L.down.type, n, ff)) {
       swiglu_quant(L.down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
+      mark(Profile::kSwiglu);
       matmul_act(L.down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.down.type)}, n, F(cur), hp.n_embd, nullptr);
       return;
     }
     swiglu(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
+    mark(Profile::kSwiglu);
     matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
   }
 
@@ -631,7 +851,9 @@ struct CudaContext::Impl {
                int max_cells) {
     const Hparams& hp = model.hparams();
     const int64_t d = hp.n_embd;
+    if (n > 1) prof.begin(st(), n);
     get_rows(tok_embd, d_tok, n, F(x), d, st());
+    mark(Profile::kOther);
     Act in = norm(nullptr, layers[0].attn_norm, first_attn_weight(0), n);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       attention_block(il, n, d_pos, d_seq, max_cells, in);
@@ -642,6 +864,7 @@ struct CudaContext::Impl {
         check(cudaMemcpyAsync(F(x), F(tmp), bytes, cudaMemcpyDeviceToDevice, st()), "gathering output rows");
         gather_rows(F(cur), d, d, d_out, n_out, F(tmp), st());
         check(cudaMemcpyAsync(F(cur), F(tmp), bytes, cudaMemcpyDeviceToDevice, st()), "gathering output rows");
+        mark(Profile::kOther);
         n = n_out;
       }
       ffn_block(il, n, norm(F(cur), layers[il].ffn_norm, layers[il].gate, n));
@@ -710,8 +933,9 @@ struct CudaContext::Impl {
       const int count = static_cast<int>(std::min<size_t>(ub, n - first));
       out_ids.clear();
       int32_t first_out = -1;
-      int max_cells = 0;
+      int max_cells = 0, runs = 0;
       for (int i = 0; i < count; ++i) {
+        if (i == 0 || seq[first + i] != seq[first + i - 1]) ++runs;
         max_cells = std::max(max_cells, pos[first + i] + 1);
         if (output_of[first + i] >= 0) {
           if (first_out < 0) first_out = output_of[first + i];
@@ -727,6 +951,7 @@ struct CudaContext::Impl {
                               st()),
               "uploading output ids");
       }
+      fa_batch = fa_on && count > 1 && count >= kFaTokensPerRun * runs;
       if (use_graphs && count == 1 && out_ids.size() == 1) {
         decode_one(d_ids, ub);
       } else {
@@ -739,6 +964,7 @@ struct CudaContext::Impl {
       }
       // the host vectors above (out_ids, the batch spans, the tables) must outlive the copies
       dev.sync("the CUDA forward pass");
+      prof.end();
       // the token ids go with the cells: full blocks of a caching sequence are registered for reuse
       for (int i = 0; i < count; ++i) kvc->commit(seq[first + i], pos[first + i], tokens[first + i]);
     }

@@ -41,6 +41,8 @@ void get_rows(const DevWeight& w, const int32_t* ids, int n, float* out, int64_t
 // y[t][r] = dot(row r of w, x[t]) for t < n (any n; columns go 8 at a time).
 void gemv(const DevWeight& w, const float* x, int64_t x_stride, int n, float* y, int64_t y_stride, cudaStream_t st);
 // out[r][i] = half(dequantized w[r][i]) for the whole matrix (for the GEMM path).
+// Q4_K and Q6_K go through one 16-byte store per thread (STRIX_CUDA_DEQUANT=plain:
+// the generic kernel), with the same values.
 void dequant_f16(const DevWeight& w, uint16_t* out, cudaStream_t st);
 // The weight type's vec_dot partner on libllama's CPU path (as
 // cpu::CpuKernels::vec_dot_type): F32, F16, BF16 themselves; Q8_0 for Q8_0,
@@ -86,6 +88,13 @@ void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const 
                   int64_t width, int8_t* q, float* d, float* out, int64_t out_stride, cudaStream_t st);
 
 // out[t][i] = half(x[t][i]), packed rows of `width`.
+// activations_f16: round_activations (when the partner is not F32) and to_f16
+// in one pass, equal to the two bit for bit (the prefill GEMM's input).
+void activations_f16(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out,
+                     cudaStream_t st);
+// The same of silu(gate) * up as swiglu() computes it (the down projection's input).
+void activations_f16_swiglu(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                            int n, int64_t width, uint16_t* out, cudaStream_t st);
 void to_f16(const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out, cudaStream_t st);
 
 // RMS norm of rows (times w when not null), as ops::rms_norm.
@@ -155,6 +164,15 @@ void rope_kv_store(float* q, int64_t q_stride, float* k, int64_t k_stride, const
 // Causal attention of each token over its sequence's cached cells (one query
 // per (token, head); decode is the one-token case).
 void attention(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);
+// attention() for prefill batches as a tiled tensor-core kernel (flash
+// attention, attn_prefill.cu): blocks of 64 (token, group head) rows per KV
+// head, 64-cell K/V tiles, online softmax; q rounded to f16 as attention()
+// does, probabilities rounded to f16 before P·V unnormalized (attention()
+// rounds the normalized ones), so the two differ in summation order and that
+// rounding only. Any batch (several sequences too); head sizes 32, 64 or 128
+// with K and V equal (attention_prefill_fits); q/out rows 8-byte aligned.
+bool attention_prefill_fits(int head_dim_k, int head_dim_v);
+void attention_prefill(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);
 // One token's attention fused with rope_kv_store before it and quantize_act
 // after it (attn_decode.cu), equal to that sequence bit for bit: q and k (one
 // token, not written back) rotated, k and v stored at (seq[0], pos[0]),

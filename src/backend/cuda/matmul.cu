@@ -2,8 +2,10 @@
 // activations, one warp per output row, up to 8 token columns sharing each
 // weight load), whole-matrix dequantization to f16 for the cuBLAS GEMM of
 // prefill, and embedding row lookup.
+#include <cstdlib>
 #include <string>
 
+#include "backend/cuda/act_quant.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant_types.cuh"
 #include "backend/cuda/kernels.h"
@@ -245,6 +247,179 @@ void check_weight(const DevWeight& w, const char* op) {
   }
 }
 
+// The GEMM's activations in one pass: round_activations' value of each
+// element (the same arithmetic), converted to f16 as to_f16 does, packed rows
+// of width. F32 partner: no rounding (to_f16 alone). Q8_0: a warp per block
+// of 32, Q8_K: a warp per block of 256 (element 32 k + lane in lane `lane`,
+// the first of the largest magnitude kept on ties as round_q8_K_kernel does).
+// The value read is x itself, or silu(g) * u as the swiglu kernel computes it.
+struct ActX {
+  const float* x;
+  int64_t xs;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
+};
+struct ActSwiglu {
+  const float *g, *u;
+  int64_t gs, us;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
+    const float gv = g[t * gs + c];
+    return gv / (1.0f + expf(-gv)) * u[t * us + c];
+  }
+};
+
+template <class In>
+__global__ void act_f16_plain_kernel(In in, int64_t width, int64_t total, int mode, uint16_t* __restrict__ out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  const int64_t t = i / width, c = i % width;
+  float v = in(t, c);
+  if (mode == 1) {  // through bf16 (round_bf16_kernel)
+    const uint32_t u = __float_as_uint(v);
+    const uint32_t h = (u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 64) : ((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+    v = __uint_as_float(h << 16);
+  }
+  out[i] = f2h(v);
+}
+
+template <class In>
+__global__ void act_f16_q8_0_kernel(In in, int64_t width, int64_t blocks, uint16_t* __restrict__ out) {
+  const int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (b >= blocks) return;  // whole warps
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t per_row = width / 32;
+  const int64_t t = b / per_row, c = (b % per_row) * 32 + lane;
+  const float v = in(t, c);
+  const float amax = warp_max(fabsf(v));
+  const float d = h2f(f2h(amax / 127.f));
+  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+  const int q = max(-128, min(127, __float2int_rn(v * id)));
+  out[t * width + c] = f2h(d * static_cast<float>(q));
+}
+
+template <class In>
+__global__ void act_f16_q8_K_kernel(In in, int64_t width, int64_t blocks, uint16_t* __restrict__ out) {
+  const int64_t b = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (b >= blocks) return;  // whole warps
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t per_row = width / 256;
+  const int64_t t = b / per_row, c0 = (b % per_row) * 256;
+  uint16_t* ob = out + t * width + c0;
+  float v[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) v[k] = in(t, c0 + 32 * k + lane);
+  float amax = 0.0f, val = 0.0f;
+  int at = 0x7fffffff;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const float a = fabsf(v[k]);
+    if (a > amax) {  // k ascending: this lane's first on ties; zeros and NaNs never win (as the scalar scan)
+      amax = a;
+      val = v[k];
+      at = 32 * k + lane;
+    }
+  }
+  warp_abs_max_first(amax, val, at);
+  if (amax == 0.0f) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) ob[32 * k + lane] = f2h(0.0f);
+    return;
+  }
+  const float iscale = -127.f / val;
+  const float d = 1.0f / iscale;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int q = max(-128, min(127, __float2int_rn(iscale * v[k])));
+    ob[32 * k + lane] = f2h(d * static_cast<float>(q));
+  }
+}
+
+template <class In>
+void launch_act_f16(GgmlType wtype, In in, int n, int64_t width, uint16_t* out, cudaStream_t st) {
+  const int64_t total = static_cast<int64_t>(n) * width;
+  if (total == 0) return;
+  switch (round_partner(wtype)) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+      act_f16_plain_kernel<<<blocks_for(total, 256), 256, 0, st>>>(in, width, total, 0, out);
+      break;
+    case GgmlType::BF16:
+      act_f16_plain_kernel<<<blocks_for(total, 256), 256, 0, st>>>(in, width, total, 1, out);
+      break;
+    case GgmlType::Q8_0:
+    case GgmlType::Q8_1:
+      if (width % 32 != 0) throw Error("activations_f16: Q8_0/Q8_1 rows of " + std::to_string(width));
+      act_f16_q8_0_kernel<<<blocks_for(total, 256), 256, 0, st>>>(in, width, total / 32, out);
+      break;
+    case GgmlType::Q8_K:
+      if (width % 256 != 0) throw Error("activations_f16: Q8_K rows of " + std::to_string(width));
+      act_f16_q8_K_kernel<<<blocks_for(total / 256 * 32, 256), 256, 0, st>>>(in, width, total / 256, out);
+      break;
+    default:
+      refuse_type(wtype);
+  }
+  check_launch("activations_f16");
+}
+
+// Q4_K and Q6_K to f16 with one thread per 8 consecutive elements (one
+// 16-byte store) and no division: rows whose bytes are exactly their blocks
+// (nb1 = blocks * kBytes, so super-block s of the matrix is at s * kBytes) and
+// fewer than 2^31 threads; the values are QQ4_K / QQ6_K::part's, the same
+// products in the same order.
+__global__ void dequant_q4_K_f16_kernel(const uint8_t* __restrict__ w, uint32_t n_sb, uint16_t* __restrict__ out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t sb = i >> 5, g = i & 31;
+  if (sb >= n_sb) return;
+  const uint8_t* b = w + static_cast<size_t>(sb) * 144;
+  const float d = h2f(static_cast<uint16_t>(b[0] | (b[1] << 8)));
+  const float dmin = h2f(static_cast<uint16_t>(b[2] | (b[3] << 8)));
+  const int j = static_cast<int>(g >> 3), hi = static_cast<int>((g >> 2) & 1), l0 = static_cast<int>(g & 3) * 8;
+  int sc, m;
+  q4k_scale_min(2 * j + hi, b + 4, sc, m);
+  const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+  const uint2 q = *reinterpret_cast<const uint2*>(b + 16 + 32 * j + l0);
+  const uint32_t qw[2] = {q.x, q.y};
+  uint32_t o[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t word = qw[k / 2] >> (16 * (k % 2));
+    const uint32_t b0 = word & 0xff, b1 = (word >> 8) & 0xff;
+    const uint32_t n0 = hi ? b0 >> 4 : b0 & 0x0f, n1 = hi ? b1 >> 4 : b1 & 0x0f;
+    const float v0 = d1 * static_cast<float>(n0) - m1;
+    const float v1 = d1 * static_cast<float>(n1) - m1;
+    o[k] = static_cast<uint32_t>(f2h(v0)) | (static_cast<uint32_t>(f2h(v1)) << 16);
+  }
+  *reinterpret_cast<uint4*>(out + static_cast<size_t>(sb) * 256 + 64 * j + 32 * hi + l0) =
+      make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+__global__ void dequant_q6_K_f16_kernel(const uint8_t* __restrict__ w, uint32_t n_sb, uint16_t* __restrict__ out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t sb = i >> 5, g = i & 31;
+  if (sb >= n_sb) return;
+  const uint8_t* b = w + static_cast<size_t>(sb) * 210;
+  const float d = h2f(static_cast<uint16_t>(b[208] | (b[209] << 8)));
+  const int h = static_cast<int>(g >> 4), r = static_cast<int>((g >> 2) & 3), l0 = static_cast<int>(g & 3) * 8;
+  const uint8_t* ql = b + 64 * h + (r & 1) * 32 + l0;  // runs 1 and 3 read ql[l + 32]
+  const uint8_t* qh = b + 128 + 32 * h + l0;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * h);
+  const float ds = d * static_cast<float>(sc[l0 / 16 + 2 * r]);
+  const int lo_shift = (r >> 1) * 4, hi_shift = 2 * r;  // runs 2, 3: high nibbles; qh bits 2r, 2r+1
+  uint32_t o[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int l = 2 * k + e;
+      const int q = (((ql[l] >> lo_shift) & 0x0f) | (((qh[l] >> hi_shift) & 3) << 4)) - 32;
+      v[e] = ds * static_cast<float>(q);
+    }
+    o[k] = static_cast<uint32_t>(f2h(v[0])) | (static_cast<uint32_t>(f2h(v[1])) << 16);
+  }
+  *reinterpret_cast<uint4*>(out + static_cast<size_t>(sb) * 256 + 128 * h + 32 * r + l0) =
+      make_uint4(o[0], o[1], o[2], o[3]);
+}
+
 template <class Q>
 void launch_gemv(const DevWeight& w, const float* x, int64_t xs, int c, float* y, int64_t ys, cudaStream_t st) {
   const unsigned grid = blocks_for(w.ne1, kGemvWarps);
@@ -294,6 +469,25 @@ void gemv(const DevWeight& w, const float* x, int64_t x_stride, int n, float* y,
 
 void dequant_f16(const DevWeight& w, uint16_t* out, cudaStream_t st) {
   check_weight(w, "dequant_f16");
+  static const bool plain = [] {
+    const char* e = std::getenv("STRIX_CUDA_DEQUANT");
+    return e && std::string(e) == "plain";
+  }();
+  if (!plain && (w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K)) {
+    const size_t kb = w.type == GgmlType::Q4_K ? 144 : 210;
+    const int64_t per_row = w.ne0 / 256, n_sb = per_row * w.ne1;
+    if (w.nb1 == static_cast<size_t>(per_row) * kb && n_sb * 32 < (int64_t{1} << 31) &&
+        reinterpret_cast<uintptr_t>(w.data) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0) {
+      const unsigned grid = blocks_for(n_sb * 32, 256);
+      if (w.type == GgmlType::Q4_K) {
+        dequant_q4_K_f16_kernel<<<grid, 256, 0, st>>>(w.data, static_cast<uint32_t>(n_sb), out);
+      } else {
+        dequant_q6_K_f16_kernel<<<grid, 256, 0, st>>>(w.data, static_cast<uint32_t>(n_sb), out);
+      }
+      check_launch("dequant_f16");
+      return;
+    }
+  }
   const int64_t total = w.ne1 * (w.ne0 % 8 == 0 ? w.ne0 / 8 : w.ne0 / 2);
   STRIX_CUDA_DISPATCH_TYPE(w.type, w.ne0, launch_dequant, w, total, out, st);
   check_launch("dequant_f16");
@@ -328,6 +522,16 @@ bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, 
   }
   check_launch("round_activations");
   return true;
+}
+
+void activations_f16(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out,
+                     cudaStream_t st) {
+  launch_act_f16(wtype, ActX{x, x_stride}, n, width, out, st);
+}
+
+void activations_f16_swiglu(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                            int n, int64_t width, uint16_t* out, cudaStream_t st) {
+  launch_act_f16(wtype, ActSwiglu{gate, up, gate_stride, up_stride}, n, width, out, st);
 }
 
 void to_f16(const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out, cudaStream_t st) {
