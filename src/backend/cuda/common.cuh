@@ -28,7 +28,7 @@ inline unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned
 __device__ __forceinline__ int64_t kv_cell(const KvLayout& kv, int seq, int pos) {
   if (kv.blocks == nullptr) return static_cast<int64_t>(seq) * kv.seq_cap + pos;
   const int mask = (1 << kv.block_shift) - 1;
-  return (static_cast<int64_t>(kv.blocks[static_cast<int64_t>(seq) * kv.max_blocks + (pos >> kv.block_shift)])
+  return (static_cast<int64_t>(__ldg(kv.blocks + static_cast<int64_t>(seq) * kv.max_blocks + (pos >> kv.block_shift)))
           << kv.block_shift) +
          (pos & mask);
 }

@@ -222,7 +222,7 @@ struct CudaContext::Impl {
   // block table (max_blocks entries each) uploaded before each forward.
   std::unique_ptr<KvCache> kvc;
   DevMem kcache, vcache, tables;
-  std::vector<int32_t> tables_host;
+  std::vector<int32_t> tables_host, tables_sent;  // tables_sent: what `tables` holds
   int max_blocks = 0;
   DevMem cut_cs, cut_scratch;  // seq_cut: each layer's cos/sin of the shift, the moved rows (made on first use)
   int64_t seq_cap = 0;  // the most cells one sequence holds
@@ -423,6 +423,7 @@ struct CudaContext::Impl {
     vcache = DevMem(sizeof(uint16_t) * cells * hp.v_dim(), "the V cache");
     max_blocks = static_cast<int>((seq_cap + kvc->block_size() - 1) / kvc->block_size());
     tables_host.assign(static_cast<size_t>(opts.n_seq_max) * max_blocks, 0);
+    tables_sent = tables_host;
     tables = DevMem(sizeof(int32_t) * tables_host.size(), "the KV block tables");
     check(cudaMemset(tables.as<void>(), 0, tables.bytes()), "zeroing the KV block tables");
     // the one-token attention's split context (attention_decode)
@@ -507,14 +508,18 @@ struct CudaContext::Impl {
     });
   }
 
-  // Every sequence's block table into `tables` (entries past a table's end stay stale and unread).
+  // Every sequence's block table into `tables` (entries past a table's end stay
+  // stale and unread); skipped when the tables did not change since the last
+  // upload (a decode step takes a new block once in 32 tokens).
   void upload_tables() {
     for (int s = 0; s < opts.n_seq_max; ++s) {
       const int32_t n = std::min<int32_t>(kvc->n_seq_blocks(s), max_blocks);
       std::copy_n(kvc->block_table(s), n, tables_host.begin() + static_cast<ptrdiff_t>(s) * max_blocks);
     }
+    if (tables_host == tables_sent) return;
     check(cudaMemcpyAsync(tables.as<void>(), tables_host.data(), tables.bytes(), cudaMemcpyHostToDevice, st()),
           "uploading the KV block tables");
+    tables_sent = tables_host;
   }
 
   // Weights of one class multiply the same activations: the same CPU partner
