@@ -2,8 +2,9 @@
 // step the structure of graph::prenorm_decoder (src/graph/decoder.h) with
 // graph::self_attention and graph::gated_ffn, each op a kernel of
 // backend/cuda/kernels.h on one stream. Matrix products: the GEMV kernel for
-// up to 8 tokens, else the weight dequantized to f16 and cuBLAS (f32
-// accumulation), q/k/v and gate/up as one GEMM each; F32 weights go to
+// up to 8 tokens, else the weight dequantized to f16 (a copy kept from the
+// first forward on when memory allows) and cuBLAS (f32 accumulation), q/k/v
+// and gate/up as one GEMM each; F32 weights go to
 // cublasSgemm. Activations are first rounded to each weight's CPU partner type
 // (round_activations; for the GEMM rounded and converted to f16 in one pass,
 // activations_f16, with SwiGLU fused for the down projection), as libllama's
@@ -250,6 +251,14 @@ struct CudaContext::Impl {
   bool merge_on = true;
   bool fa_batch = false;  // this micro-batch takes attention_prefill
   Profile prof;
+  // f16 copies of the weights for the GEMM path (prefill, batched decode of
+  // more than 8 tokens), made on first use and kept, instead of dequantizing
+  // every weight into w16 at every forward: the same values, so the same
+  // results. On when the copies take at most a quarter of the GPU's memory and
+  // fit in what is free after the context's own buffers;
+  // STRIX_CUDA_F16_WEIGHTS=0 / 1 turns them off / on.
+  bool f16_keep = false;
+  std::map<std::vector<const uint8_t*>, DevMem> f16_of;  // by the weights of one GEMM
   void mark(Profile::Kind k) { prof.mark(st(), k); }
 
   std::vector<int32_t> output_of, out_rows;
@@ -270,6 +279,7 @@ struct CudaContext::Impl {
     upload();
     bind();
     allocate();
+    choose_f16_copies();
     const char* g = std::getenv("STRIX_CUDA_GRAPHS");
     use_graphs = !(g && std::string(g) == "0");
     const char* fa = std::getenv("STRIX_CUDA_FA");
@@ -565,17 +575,9 @@ struct CudaContext::Impl {
                  "cublasSgemm");
       mark(Profile::kGemm);
     } else {
-      dequant_f16(w, w16.as<uint16_t>(), st());
-      mark(Profile::kDequant);
       to_f16(a.p, a.stride, n, w.ne0, x16.as<uint16_t>(), st());
       mark(Profile::kAct);
-      const float one = 1.0f, zero = 0.0f;
-      check_blas(
-          cublasGemmEx(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.ne1), n, static_cast<int>(w.ne0), &one,
-                       w16.as(), CUDA_R_16F, static_cast<int>(w.ne0), x16.as(), CUDA_R_16F, static_cast<int>(w.ne0),
-                       &zero, y, CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-          "cublasGemmEx");
-      mark(Profile::kGemm);
+      gemm_f16_ready({&w}, n, y, y_stride);
     }
     if (bias) {
       add_bias(y, y_stride, bias, n, w.ne1, st());
@@ -583,21 +585,55 @@ struct CudaContext::Impl {
     }
   }
 
-  // The prefill GEMM: x16 (activations_f16 of the weights' class) times the
-  // weights dequantized to f16 into consecutive rows of w16, in one
-  // cublasGemmEx (f32 accumulation): y[t][r] over the weights' rows in order.
-  void gemm_f16_ready(std::initializer_list<const DevWeight*> ws, int n, float* y, int64_t y_stride) {
+  void choose_f16_copies() {
+    if (opts.n_ubatch <= kGemvMaxTokens) return;  // no GEMM path
+    const char* e = std::getenv("STRIX_CUDA_F16_WEIGHTS");
+    if (e && std::string(e) == "0") return;
+    size_t bytes = 0;
+    for (const Weight& w : model.weights()) {
+      if (w.ne[1] > 1 && w.type != GgmlType::F32) bytes += sizeof(uint16_t) * static_cast<size_t>(w.ne[0] * w.ne[1]);
+    }
+    size_t free_b = 0, total_b = 0;
+    check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    f16_keep = (e && std::string(e) == "1") || (bytes <= total_b / 4 && bytes + (size_t{1} << 30) <= free_b);
+  }
+
+  // The f16 rows of these weights, one after the other: the kept copy (made
+  // now if this is its first use), or w16 freshly dequantized.
+  const void* f16_rows(std::initializer_list<const DevWeight*> ws) {
     const int64_t k = (*ws.begin())->ne0;
+    std::vector<const uint8_t*> key;
     int64_t rows = 0;
+    for (const DevWeight* w : ws) key.push_back(w->data), rows += w->ne1;
+    if (f16_keep) {
+      const auto it = f16_of.find(key);
+      if (it != f16_of.end()) return it->second.as();
+    }
+    DevMem copy;
+    if (f16_keep) copy = DevMem(sizeof(uint16_t) * static_cast<size_t>(rows * k), "an f16 copy of weights for the GEMM");
+    uint16_t* out = f16_keep ? copy.as<uint16_t>() : w16.as<uint16_t>();
+    rows = 0;
     for (const DevWeight* w : ws) {
-      dequant_f16(*w, w16.as<uint16_t>() + rows * k, st());
+      dequant_f16(*w, out + rows * k, st());
       rows += w->ne1;
     }
     mark(Profile::kDequant);
+    if (f16_keep) f16_of.emplace(std::move(key), std::move(copy));
+    return out;
+  }
+
+  // The prefill GEMM: x16 (activations_f16 of the weights' class) times the
+  // weights in f16 (f16_rows), in one cublasGemmEx (f32 accumulation):
+  // y[t][r] over the weights' rows in order.
+  void gemm_f16_ready(std::initializer_list<const DevWeight*> ws, int n, float* y, int64_t y_stride) {
+    const int64_t k = (*ws.begin())->ne0;
+    int64_t rows = 0;
+    for (const DevWeight* w : ws) rows += w->ne1;
+    const void* wf = f16_rows(ws);
     const float one = 1.0f, zero = 0.0f;
     check_blas(cublasGemmEx(dev.blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), n, static_cast<int>(k), &one,
-                            w16.as(), CUDA_R_16F, static_cast<int>(k), x16.as(), CUDA_R_16F, static_cast<int>(k), &zero,
-                            y, CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                            wf, CUDA_R_16F, static_cast<int>(k), x16.as(), CUDA_R_16F, static_cast<int>(k), &zero, y,
+                            CUDA_R_32F, static_cast<int>(y_stride), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
     mark(Profile::kGemm);
   }
