@@ -16,9 +16,9 @@
 
 #include "core/thread_pool.h"
 #include "kv/kv_cache.h"
-#include "runtime/batch_context.h"
 #include "models/model.h"
 #include "ops/exec.h"
+#include "runtime/batch_context.h"
 
 namespace strix {
 

@@ -29,7 +29,7 @@ struct Engine::Slot {
   std::vector<int32_t> base;
   size_t base_gen = 0;
   bool truncated = false;  // the context filled: shifted, or ended by it
-  int32_t n_cached = 0;  // prompt tokens attached from the prefix cache at admission
+  int32_t n_cached = 0;    // prompt tokens attached from the prefix cache at admission
   // The tokens of this slot's last finished sequence (its cells at the end,
   // prompt then generated) and its cache salt, for --cache-reuse.
   std::vector<int32_t> prev;

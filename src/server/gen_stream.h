@@ -33,15 +33,15 @@ struct TokenLogprobs {
 };
 
 struct GenEvent {
-  std::string text;  // newly completed text (possibly empty)
+  std::string text;                  // newly completed text (possibly empty)
   std::vector<TokenLogprobs> probs;  // GenRequest::n_probs > 0: the tokens whose text completed in this event
   bool done = false;
   Finish finish = Finish::kNone;
   int32_t n_prompt = 0;  // set on the final event
   int32_t n_gen = 0;
-  int32_t n_cached = 0;  // set on the final event: prompt tokens served from the prefix cache
-  std::string error;  // Finish::kError
-  std::string stop_word;  // Finish::kWord: the stop string that matched (the first listed on a tie)
+  int32_t n_cached = 0;    // set on the final event: prompt tokens served from the prefix cache
+  std::string error;       // Finish::kError
+  std::string stop_word;   // Finish::kWord: the stop string that matched (the first listed on a tie)
   bool truncated = false;  // set on the final event: the context filled (shifted, or ended the generation)
 };
 

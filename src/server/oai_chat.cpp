@@ -151,11 +151,12 @@ json tool_calls_json(const std::vector<chat::ToolCall>& calls) {
 
 HttpReply Routes::chat_oai(const std::string& text) {
   const json b = parse_body(text);
-  check_fields(b,
-               {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "n",
-                "user", "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-                "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "reasoning_budget_message"},
-               kSamplingFields);
+  check_fields(
+      b,
+      {"model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "n", "user",
+       "logprobs", "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
+       "chat_template_kwargs", "reasoning_budget_tokens", "thinking_budget_tokens", "reasoning_budget_message"},
+      kSamplingFields);
   const int64_t n = get_int(b, "n", 1);
   if (n < 1 || n > 64) throw ApiError(400, "'n' must be in [1, 64]", "n");
   const bool logprobs = get_bool(b, "logprobs", false);

@@ -14,20 +14,17 @@
 
 #if STRIX_HAVE_CUDA
 
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/cuda/cuda_context.h"
+#include "common/engine_harness.h"
 #include "core/source_dir.h"
 #include "models/model.h"
 #include "ref/libllama.h"
-#include "sampling/sampler.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,62 +63,12 @@ class CudaEngine : public ::testing::Test {
     if (engine_) engine_->stop();
   }
 
-  GenRequest request(const std::vector<int32_t>& prompt, int n) {
-    GenRequest r;
-    r.prompt = prompt;
-    sampling::Params p;
-    p.temp = 0.0f;
-    p.ignore_eos = true;
-    r.sampler = std::make_unique<sampling::Sampler>(p, *tk_, 16384);
-    r.n_predict = n;
-    return r;
-  }
-  static std::pair<GenEvent, std::string> wait(const std::shared_ptr<GenStream>& s) {
-    std::string text;
-    for (int i = 0; i < 60000; ++i) {
-      for (GenEvent& e : s->take()) {
-        text += e.text;
-        if (e.done) return {e, text};
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return {GenEvent{}, text};
-  }
-  // libllama (CPU): greedy n tokens after the prompt, end-of-generation tokens
-  // excluded (ignore_eos); shift_ctx > 0: llama-server's context shift in a
-  // context of that many cells, keeping n_keep (+1 for the BOS)
+  GenRequest request(const std::vector<int32_t>& prompt, int n) { return test::greedy_request(*tk_, prompt, n); }
+  static std::pair<GenEvent, std::string> wait(const std::shared_ptr<GenStream>& s) { return test::wait_done(s); }
+  // libllama (CPU): greedy n tokens after the prompt; shift_ctx > 0: llama-server's context shift
   std::string ref_greedy(const std::vector<int32_t>& prompt, int n, int swap_at = -1, int shift_ctx = 0,
                          int n_keep = 0) {
-    ref::LlamaContext ctx(*ref_, {.n_ctx = 1024, .n_batch = 1024, .n_ubatch = 512, .n_threads = 2});
-    std::vector<int32_t> rest = prompt;
-    int32_t at = 0;
-    std::string text;
-    for (int i = 0; i < n; ++i) {
-      if (shift_ctx > 0 && i > 0 && at + 1 >= shift_ctx) {
-        const int32_t keep = std::min(shift_ctx - 4, n_keep + (ref_->add_bos() ? 1 : 0));
-        const int32_t discard = (at - keep) / 2;
-        ctx.remove(0, keep, keep + discard);
-        ctx.shift(0, keep + discard, at, -discard);
-        at -= discard;
-      }
-      ctx.decode_seq(rest, at);
-      at += static_cast<int32_t>(rest.size());
-      const auto l = ctx.logits(static_cast<int32_t>(rest.size()) - 1);
-      int32_t best = -1, second = -1;
-      for (int32_t t = 0; t < static_cast<int32_t>(l.size()); ++t) {
-        if (ref_->is_eog(t)) continue;
-        if (best < 0 || l[t] > l[best]) {
-          second = best;
-          best = t;
-        } else if (second < 0 || l[t] > l[second]) {
-          second = t;
-        }
-      }
-      const int32_t tok = i == swap_at ? second : best;
-      text += ref_->token_to_piece(tok, false);
-      rest = {tok};
-    }
-    return text;
+    return test::ref_greedy_text(*ref_, prompt, n, {.swap_at = swap_at, .shift_ctx = shift_ctx, .n_keep = n_keep});
   }
 
   std::unique_ptr<Model> model_;
@@ -176,7 +123,8 @@ TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
 TEST_F(CudaEngine, ContextShiftGivesLibllamasTokens) {
   constexpr int kCtx = 64, kGen = 150;
   start(kCtx, 1, true);
-  const std::vector<int32_t> prompt = ref_->tokenize("Once upon a time, there was a little girl named Lily.", true, true);
+  const std::vector<int32_t> prompt =
+      ref_->tokenize("Once upon a time, there was a little girl named Lily.", true, true);
   GenRequest r = request(prompt, kGen);
   r.n_keep = 5;
   const auto [e, text] = wait(engine_->submit(std::move(r)));

@@ -131,7 +131,12 @@ TEST(KvPrefix, WritingIntoASharedOrRegisteredBlockCopiesItFirst) {
 // only: copy-on-write goes through the block copier, with the block ids the
 // tables then hold; without a copier a copy is refused by name.
 TEST(KvPrefix, ACacheWithoutHostStorageCopiesThroughItsCopier) {
-  KvCache kv({.n_layer = 2, .k_dim = 3, .v_dim = 2, .n_cells = 8 * kBs, .n_seq_max = 2, .block_size = kBs,
+  KvCache kv({.n_layer = 2,
+              .k_dim = 3,
+              .v_dim = 2,
+              .n_cells = 8 * kBs,
+              .n_seq_max = 2,
+              .block_size = kBs,
               .host_storage = false});
   EXPECT_FALSE(kv.host_storage());
   EXPECT_EQ(kv.bytes(), 0u);

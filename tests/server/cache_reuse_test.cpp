@@ -10,12 +10,11 @@
 // blocks of the common prefix is reused, and the reply is libllama's fresh one.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/engine_harness.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -45,47 +44,13 @@ std::vector<int32_t> concat(std::initializer_list<std::vector<int32_t>> parts) {
 
 // Runs one greedy request through the engine; its final event and text.
 std::pair<GenEvent, std::string> run(Engine& engine, const std::vector<int32_t>& prompt, int n) {
-  GenRequest r;
-  r.prompt = prompt;
-  strix::sampling::Params p;
-  p.temp = 0.0f;
-  p.ignore_eos = true;
-  r.sampler = std::make_unique<strix::sampling::Sampler>(p, *fx()->tk, 16384);
-  r.n_predict = n;
-  auto s = engine.submit(std::move(r));
-  std::string text;
-  for (int i = 0; i < 20000; ++i) {
-    for (GenEvent& e : s->take()) {
-      text += e.text;
-      if (e.done) return {e, text};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return {GenEvent{}, text};
+  return strix::test::wait_done(engine.submit(strix::test::greedy_request(*fx()->tk, prompt, n)));
 }
 
 // libllama: greedy n tokens after `ctx` holds `at` cells and `rest` follows; the text.
 std::string ref_greedy_after(strix::ref::LlamaContext& ctx, std::vector<int32_t> rest, int32_t at, int n,
                              int swap_at = -1) {
-  std::string text;
-  for (int i = 0; i < n; ++i) {
-    ctx.decode_seq(rest, at);
-    at += static_cast<int32_t>(rest.size());
-    const auto l = ctx.logits(static_cast<int32_t>(rest.size()) - 1);
-    int32_t best = 0, second = -1;
-    for (int32_t t = 1; t < static_cast<int32_t>(l.size()); ++t) {
-      if (l[t] > l[best]) {
-        second = best;
-        best = t;
-      } else if (second < 0 || l[t] > l[second]) {
-        second = t;
-      }
-    }
-    const int32_t tok = i == swap_at ? second : best;
-    text += fx()->ref->token_to_piece(tok, false);
-    rest = {tok};
-  }
-  return text;
+  return strix::test::ref_greedy_in(ctx, *fx()->ref, std::move(rest), at, n, {.swap_at = swap_at});
 }
 
 class CacheReuseTest : public ::testing::Test {

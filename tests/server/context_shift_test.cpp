@@ -11,15 +11,13 @@
 // from the cells the shift kept; the server refuses nothing it accepts.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/engine_harness.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
@@ -40,13 +38,7 @@ using strix::server::GenStream;
 const server_test::StoriesEngineModel* fx() { return &server_test::stories_engine_model(); }
 
 GenRequest request(const std::vector<int32_t>& prompt, int n, std::optional<int32_t> n_keep, int32_t n_discard = 0) {
-  GenRequest r;
-  r.prompt = prompt;
-  strix::sampling::Params p;
-  p.temp = 0.0f;
-  p.ignore_eos = true;
-  r.sampler = std::make_unique<strix::sampling::Sampler>(p, *fx()->tk, 16384);
-  r.n_predict = n;
+  GenRequest r = strix::test::greedy_request(*fx()->tk, prompt, n);
   r.n_keep = n_keep;
   r.n_discard = n_discard;
   return r;
@@ -57,59 +49,13 @@ std::shared_ptr<GenStream> submit(Engine& engine, const std::vector<int32_t>& pr
   return engine.submit(request(prompt, n, n_keep, n_discard));
 }
 
-std::pair<GenEvent, std::string> wait(const std::shared_ptr<GenStream>& s) {
-  std::string text;
-  for (int i = 0; i < 60000; ++i) {
-    for (GenEvent& e : s->take()) {
-      text += e.text;
-      if (e.done) return {e, text};
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return {GenEvent{}, text};
-}
+using strix::test::wait_done;
+using Shift = strix::test::RefGreedy;
 
-struct Shift {
-  int32_t n_ctx = 0;  // 0: no shift (a context large enough for everything)
-  int32_t n_keep = 0;
-  int32_t n_discard = 0;
-};
-
-// libllama: greedy n tokens after `prompt` with llama-server's context shift; the text.
-std::string ref_greedy(const std::vector<int32_t>& prompt, int n, const Shift& sh, int swap_at = -1) {
-  strix::ref::LlamaContext ctx(*fx()->ref, {.n_ctx = 1024, .n_batch = 1024, .n_ubatch = 512, .n_threads = 1});
-  std::vector<int32_t> rest = prompt;
-  int32_t n_cells = 0;
-  std::string text;
-  for (int i = 0; i < n; ++i) {
-    if (sh.n_ctx > 0 && i > 0 && n_cells + 1 >= sh.n_ctx) {
-      int32_t keep = sh.n_keep < 0 ? static_cast<int32_t>(prompt.size()) : sh.n_keep;
-      if (fx()->ref->add_bos()) ++keep;
-      keep = std::min(sh.n_ctx - 4, keep);
-      const int32_t n_left = n_cells - keep;
-      const int32_t discard = std::clamp(sh.n_discard > 0 ? sh.n_discard : n_left / 2, 0, std::max(0, n_left - 1));
-      ctx.remove(0, keep, keep + discard);
-      ctx.shift(0, keep + discard, n_cells, -discard);
-      n_cells -= discard;
-    }
-    ctx.decode_seq(rest, n_cells);
-    n_cells += static_cast<int32_t>(rest.size());
-    const auto l = ctx.logits(static_cast<int32_t>(rest.size()) - 1);
-    int32_t best = -1, second = -1;  // as ignore_eos: end-of-generation tokens never win
-    for (int32_t t = 0; t < static_cast<int32_t>(l.size()); ++t) {
-      if (fx()->ref->is_eog(t)) continue;
-      if (best < 0 || l[t] > l[best]) {
-        second = best;
-        best = t;
-      } else if (second < 0 || l[t] > l[second]) {
-        second = t;
-      }
-    }
-    const int32_t tok = i == swap_at ? second : best;
-    text += fx()->ref->token_to_piece(tok, false);
-    rest = {tok};
-  }
-  return text;
+// libllama: greedy n tokens after `prompt` under llama-server's loop; the text.
+std::string ref_greedy(const std::vector<int32_t>& prompt, int n, Shift sh, int swap_at = -1) {
+  sh.swap_at = swap_at;
+  return strix::test::ref_greedy_text(*fx()->ref, prompt, n, sh);
 }
 
 std::vector<int32_t> prompt_of(int n, uint64_t seed) {
@@ -128,10 +74,9 @@ class ContextShiftTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   void start(int64_t n_ctx, bool shift, int n_parallel = 1, int32_t n_keep = 0) {
     ctx_ = std::make_unique<strix::Context>(
-        *fx()->model,
-        strix::ContextOptions{.n_ctx = n_ctx, .n_ubatch = 512, .n_threads = 1, .n_seq_max = n_parallel});
-    engine_ = std::make_unique<Engine>(
-        *ctx_, *fx()->tk, Engine::Options{.n_parallel = n_parallel, .ctx_shift = shift, .n_keep = n_keep});
+        *fx()->model, strix::ContextOptions{.n_ctx = n_ctx, .n_ubatch = 512, .n_threads = 1, .n_seq_max = n_parallel});
+    engine_ = std::make_unique<Engine>(*ctx_, *fx()->tk,
+                                       Engine::Options{.n_parallel = n_parallel, .ctx_shift = shift, .n_keep = n_keep});
   }
   void TearDown() override {
     if (engine_) engine_->stop();
@@ -142,13 +87,13 @@ TEST_F(ContextShiftTest, generation_past_the_context_gives_libllamas_tokens) {
   constexpr int kCtx = 64, kGen = 150;
   const auto prompt = prompt_of(20, 31);
   start(kCtx, true);
-  const auto [e, text] = wait(submit(*engine_, prompt, kGen, 5));
+  const auto [e, text] = wait_done(submit(*engine_, prompt, kGen, 5));
   ASSERT_TRUE(e.done) << e.error;
   EXPECT_EQ(e.finish, Finish::kLimit);
   EXPECT_EQ(e.n_gen, kGen);
   EXPECT_TRUE(e.truncated);
   EXPECT_LT(ctx_->seq_len(0), kCtx);
-  const Shift sh{kCtx, 5, 0};
+  const Shift sh{.shift_ctx = kCtx, .n_keep = 5};
   EXPECT_EQ(text, ref_greedy(prompt, kGen, sh));
   // controls: the runner-up once after the shifts, and no shift at all
   EXPECT_NE(text, ref_greedy(prompt, kGen, sh, /*swap_at=*/120));
@@ -160,15 +105,15 @@ TEST_F(ContextShiftTest, n_keep_and_n_discard_of_the_request) {
   const auto prompt = prompt_of(12, 32);
   start(kCtx, true, 1, /*n_keep=*/3);
   // the whole prompt kept, 9 cells dropped per shift
-  const auto [e, text] = wait(submit(*engine_, prompt, kGen, -1, 9));
+  const auto [e, text] = wait_done(submit(*engine_, prompt, kGen, -1, 9));
   ASSERT_TRUE(e.done) << e.error;
   EXPECT_EQ(e.n_gen, kGen);
-  EXPECT_EQ(text, ref_greedy(prompt, kGen, Shift{kCtx, -1, 9}));
-  EXPECT_NE(text, ref_greedy(prompt, kGen, Shift{kCtx, -1, 0}));
+  EXPECT_EQ(text, ref_greedy(prompt, kGen, Shift{.shift_ctx = kCtx, .n_keep = -1, .n_discard = 9}));
+  EXPECT_NE(text, ref_greedy(prompt, kGen, Shift{.shift_ctx = kCtx, .n_keep = -1}));
   // no n_keep in the request: the server's --keep
-  const auto [e2, text2] = wait(submit(*engine_, prompt, kGen, std::nullopt));
+  const auto [e2, text2] = wait_done(submit(*engine_, prompt, kGen, std::nullopt));
   ASSERT_TRUE(e2.done) << e2.error;
-  EXPECT_EQ(text2, ref_greedy(prompt, kGen, Shift{kCtx, 3, 0}));
+  EXPECT_EQ(text2, ref_greedy(prompt, kGen, Shift{.shift_ctx = kCtx, .n_keep = 3}));
   EXPECT_NE(text2, text);
 }
 
@@ -176,14 +121,14 @@ TEST_F(ContextShiftTest, off_ends_at_the_context_truncated) {
   constexpr int kCtx = 64;
   const auto prompt = prompt_of(20, 31);
   start(kCtx, false);
-  const auto [e, text] = wait(submit(*engine_, prompt, 150, 5));
+  const auto [e, text] = wait_done(submit(*engine_, prompt, 150, 5));
   ASSERT_TRUE(e.done) << e.error;
   EXPECT_EQ(e.finish, Finish::kLimit);
   EXPECT_TRUE(e.truncated);
   EXPECT_EQ(e.n_gen, kCtx - static_cast<int>(prompt.size()) + 1);  // every cell, and the token sampled last
   EXPECT_EQ(text, ref_greedy(prompt, e.n_gen, Shift{}));
   // a request that ends before the context fills is not truncated
-  const auto [e2, text2] = wait(submit(*engine_, prompt, 8, 5));
+  const auto [e2, text2] = wait_done(submit(*engine_, prompt, 8, 5));
   EXPECT_FALSE(e2.truncated);
 }
 
@@ -200,15 +145,15 @@ TEST_F(ContextShiftTest, preempted_after_a_shift_resumes_from_the_kept_cells) {
   both.push_back(request(pa, 40, 0));
   both.push_back(request(pb, 100, 4));
   const auto streams = engine_->submit_all(std::move(both));
-  const auto [ea, ta] = wait(streams[0]);
-  const auto [eb, tb] = wait(streams[1]);
+  const auto [ea, ta] = wait_done(streams[0]);
+  const auto [eb, tb] = wait_done(streams[1]);
   ASSERT_TRUE(ea.done && eb.done) << ea.error << eb.error;
   EXPECT_GE(engine_->metrics().preemptions, 1u);
   EXPECT_FALSE(ea.truncated);
   EXPECT_TRUE(eb.truncated);
   EXPECT_EQ(ta, ref_greedy(pa, 40, Shift{}));
-  EXPECT_EQ(tb, ref_greedy(pb, 100, Shift{kCtx, 4, 0}));
-  EXPECT_NE(tb, ref_greedy(pb, 100, Shift{kCtx, 4, 0}, /*swap_at=*/60));
+  EXPECT_EQ(tb, ref_greedy(pb, 100, Shift{.shift_ctx = kCtx, .n_keep = 4}));
+  EXPECT_NE(tb, ref_greedy(pb, 100, Shift{.shift_ctx = kCtx, .n_keep = 4}, /*swap_at=*/60));
 }
 
 // The same through `strix serve --context-shift --keep 3` and /completion:
@@ -238,7 +183,8 @@ TEST(ServeContextShift, completion_past_the_context) {
     EXPECT_EQ(o[i]["status"], 200) << b.dump();
     EXPECT_EQ(b.value("tokens_predicted", 0), 100) << b.dump();
     EXPECT_TRUE(b.value("truncated", false)) << b.dump();
-    EXPECT_EQ(b.value("content", ""), ref_greedy(prompt, 100, Shift{64, i == 0 ? 6 : 3, 0})) << "request " << i;
+    EXPECT_EQ(b.value("content", ""), ref_greedy(prompt, 100, Shift{.shift_ctx = 64, .n_keep = i == 0 ? 6 : 3}))
+        << "request " << i;
   }
   EXPECT_NE(o[0]["body"].value("content", ""), o[1]["body"].value("content", ""));
   for (int i = 2; i < 4; ++i) {

@@ -605,8 +605,11 @@ TEST(Serve, flags) {
     EXPECT_NE(r.out.find(f), std::string::npos) << f;
   }
   // flags Strix does not implement are refused by name
-  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
-           {"-nocb", "x"}, {"--cache-reuse", "-1"}, {"--keep", "-2"}, {"--ctx-checkpoints", "-1"}, {"--reasoning-format", "x"}}) {
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{{"-nocb", "x"},
+                                                                                   {"--cache-reuse", "-1"},
+                                                                                   {"--keep", "-2"},
+                                                                                   {"--ctx-checkpoints", "-1"},
+                                                                                   {"--reasoning-format", "x"}}) {
     r = server_test::run(server_test::strix_binary(), {"serve", "-m", "none.gguf", bad[0], bad[1]});
     EXPECT_EQ(r.code, 1) << bad[0];
     EXPECT_NE(r.err.find(bad[0]), std::string::npos) << r.err;

@@ -226,7 +226,7 @@ struct CudaContext::Impl {
   std::vector<int32_t> tables_host, tables_sent;  // tables_sent: what `tables` holds
   int max_blocks = 0;
   DevMem cut_cs, cut_scratch;  // seq_cut: each layer's cos/sin of the shift, the moved rows (made on first use)
-  int64_t seq_cap = 0;  // the most cells one sequence holds
+  int64_t seq_cap = 0;         // the most cells one sequence holds
   static constexpr int kMaxDecodeSplit = 64;
   DevMem split_ml, split_o, split_count;
   int max_split = 1, min_chunk = kDecodeMinChunk;
@@ -610,7 +610,8 @@ struct CudaContext::Impl {
       if (it != f16_of.end()) return it->second.as();
     }
     DevMem copy;
-    if (f16_keep) copy = DevMem(sizeof(uint16_t) * static_cast<size_t>(rows * k), "an f16 copy of weights for the GEMM");
+    if (f16_keep)
+      copy = DevMem(sizeof(uint16_t) * static_cast<size_t>(rows * k), "an f16 copy of weights for the GEMM");
     uint16_t* out = f16_keep ? copy.as<uint16_t>() : w16.as<uint16_t>();
     rows = 0;
     for (const DevWeight* w : ws) {
