@@ -34,6 +34,8 @@ void usage(FILE* out) {
                "  -t, --threads N       threads (default: all hardware threads)\n"
                "  -b, --batch-size N    most tokens per engine step (default 2048)\n"
                "  -ub, --ubatch-size N  micro-batch (default 512)\n"
+               "  -ngl, --gpu-layers N  0 (default): the CPU; 99 or all: the engine on the CUDA backend\n"
+               "                        (Strix only, with --no-compare)\n"
                "  --no-compare          Strix only\n"
                "  --seed S              picks the random token ids (default 1)\n"
                "  --out-json PATH       also write the receipt to PATH\n");
@@ -76,6 +78,8 @@ int cmd_bench_serve(int argc, char** argv) {
       o.n_batch = to_int(a, value());
     } else if (a == "-ub" || a == "--ubatch-size") {
       o.n_ubatch = to_int(a, value());
+    } else if (a == "-ngl" || a == "--gpu-layers" || a == "--n-gpu-layers") {
+      o.ngl = value();
     } else if (a == "--no-compare") {
       o.compare = false;
     } else if (a == "--seed") {

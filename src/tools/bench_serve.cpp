@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backend/cuda/cuda_context.h"
 #include "core/error.h"
 #include "core/mmap.h"
 #include "models/model.h"
@@ -42,7 +43,14 @@ struct Loaded {
   std::unique_ptr<ref::LlamaModel> ref;
   int32_t bos = -1;
   int64_t n_vocab = 0;
+  bool gpu = false;  // the engine's context on the CUDA backend
 };
+
+std::unique_ptr<BatchContext> make_context(const Loaded& m, const BenchServeOptions& o, int64_t cells, int n_seq) {
+  const ContextOptions co{.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n_seq};
+  if (m.gpu) return std::make_unique<cuda::CudaContext>(*m.model, co);
+  return std::make_unique<Context>(*m.model, co);
+}
 
 std::vector<int32_t> random_ids(const Loaded& m, int n, uint64_t seed, bool with_bos) {
   std::vector<int32_t> ids = parity_tokens(m.n_vocab, with_bos ? m.bos : -1, n, seed);
@@ -106,12 +114,11 @@ void drain(const std::vector<std::shared_ptr<server::GenStream>>& streams, std::
 double strix_decode(const Loaded& m, const BenchServeOptions& o, int n, uint64_t seed) {
   // room for every stream in whole cache blocks: no stream is ever preempted
   const int64_t cells = bench_cache_cells(n, o.n_prompt + o.n_gen + 1);
-  Context ctx(*m.model, {.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n});
-  server::Engine engine(ctx, *m.tk, {.n_parallel = n, .n_batch = std::max(o.n_batch, n)});
-  std::vector<std::shared_ptr<server::GenStream>> streams;
-  for (int i = 0; i < n; ++i) {
-    streams.push_back(engine.submit(request(m, random_ids(m, o.n_prompt, seed + i, true), o.n_gen, false)));
-  }
+  const auto ctx = make_context(m, o, cells, n);
+  server::Engine engine(*ctx, *m.tk, {.n_parallel = n, .n_batch = std::max(o.n_batch, n)});
+  std::vector<server::GenRequest> reqs;
+  for (int i = 0; i < n; ++i) reqs.push_back(request(m, random_ids(m, o.n_prompt, seed + i, true), o.n_gen, false));
+  const std::vector<std::shared_ptr<server::GenStream>> streams = engine.submit_all(std::move(reqs));
   // The clock starts when every prompt is in (each stream has sampled its
   // first token then); the streams admitted first may be some tokens ahead,
   // so the count is of the tokens sampled after that moment.
@@ -181,8 +188,8 @@ struct Ttft {
 // Strix: TTFT of two requests sharing a system prompt, one after the other.
 Ttft strix_ttft(const Loaded& m, const BenchServeOptions& o, uint64_t seed) {
   const int64_t cells = bench_cache_cells(2, o.n_system + o.n_suffix + 2);
-  Context ctx(*m.model, {.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = 2});
-  server::Engine engine(ctx, *m.tk, {.n_parallel = 2, .n_batch = o.n_batch});
+  const auto ctx = make_context(m, o, cells, 2);
+  server::Engine engine(*ctx, *m.tk, {.n_parallel = 2, .n_batch = o.n_batch});
   const auto system = random_ids(m, o.n_system, seed, true);
   Ttft t;
   for (int k = 0; k < 2; ++k) {
@@ -242,9 +249,17 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
     if (n < 1 || n > 256) throw Error("bench-serve: stream counts must be in [1, 256], got " + std::to_string(n));
   }
   Loaded m;
-  // the weights as `strix serve` holds them by default (copied into huge pages when they fit)
-  set_weight_memory(WeightMemory::kAuto);
+  // the weights as `strix serve` holds them by default (copied into huge pages when they fit; mapped
+  // when they go to the GPU)
+  set_weight_memory(o.ngl != "0" ? WeightMemory::kMap : WeightMemory::kAuto);
   m.model = Model::load(o.model);
+  m.gpu = cuda::parse_ngl(o.ngl, m.model->hparams().n_layer);  // refuses a partial count by name
+  if (m.gpu) {
+    cuda::check_model(*m.model);
+    if (o.compare) {
+      throw Refusal("bench-serve: the libllama side runs on the CPU; with -ngl " + o.ngl + " use --no-compare");
+    }
+  }
   m.tk = std::make_unique<tok::Tokenizer>(tok::Vocab::load(m.model->file()));
   m.n_vocab = m.model->hparams().n_vocab;
   if (o.compare) {
@@ -331,6 +346,9 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
             {"n_ubatch", o.n_ubatch},
             {"reps", o.reps},
             {"compare", o.compare},
+            {"ngl", o.ngl},
+            {"backend", m.gpu ? "CUDA" : "CPU"},
+            {"gpu", m.gpu ? cuda::gpu_info(false).name : ""},
             {"seed", o.seed},
             {"kv_type", "f16"}}},
           {"results", rows},

@@ -9,9 +9,9 @@
 //                 stops when all are done: aggregate decode t/s = tokens
 //                 sampled in that time / seconds. Strix: server::Engine
 //                 (continuous batching, one step per token of every stream;
-//                 the requests are submitted one after the other, so the
-//                 first ones admitted may be a few tokens ahead and their
-//                 prompts' prefill is not in the window). libllama: all
+//                 the requests are queued together, so they are admitted in
+//                 one step while the batch holds their prompts, and the
+//                 prefill is not in the window). libllama: all
 //                 prompts in one batch, then N * (n_gen - 1) tokens; one
 //                 llama_decode per step with one token of each of its N
 //                 sequences (n_seq_max = N), argmax sampling.
@@ -25,7 +25,9 @@
 //                 The bar: the second request >= 2x faster than the first,
 //                 >= 90% of its prompt cached.
 // One short untimed run of each side first (warmup). Each measurement is
-// repeated `reps` times (mean reported, samples kept).
+// repeated `reps` times (mean reported, samples kept). With -ngl 99 the
+// engine runs on the CUDA backend (no libllama side: the pinned libllama is a
+// CPU build).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -45,7 +47,8 @@ struct BenchServeOptions {
   int n_threads = 0;  // 0: all hardware threads
   int n_batch = 2048;
   int n_ubatch = 512;
-  bool compare = true;  // also run libllama
+  bool compare = true;  // also run libllama (on the CPU: not with a GPU)
+  std::string ngl = "0";  // -ngl: 99 / all runs the engine on the CUDA backend
   uint64_t seed = 1;
 };
 
