@@ -144,6 +144,91 @@ TEST_F(CudaPaged, BlockTablesGiveTheContiguousResults) {
   EXPECT_GT(diff, 0);
 }
 
+// attention_decode over a batch of tokens, one of each of three sequences (the
+// engine's batched decode): outputs, quantized rows and the cache equal three
+// launches of one token each, bit for bit, with and without splits and the
+// output quantizer. Negative control: two tokens' sequence ids swapped.
+TEST_F(CudaPaged, BatchedDecodeEqualsOneLaunchPerToken) {
+  const int n_head = 8, n_kv = 2, hd = 64, cap = 192, n = 3;
+  const int64_t qd = n_head * hd, kd = n_kv * hd, qs = qd + 16, kvs = kd + 8;  // padded row strides
+  const int len[n] = {150, 70, 40};
+  const int max_blocks = 6;
+  const std::vector<int32_t> table = {7, 2, 9, 0, 4, -1, 5, 1, 8, -1, -1, -1, 3, 6, -1, -1, -1, -1};
+  const size_t pool = sizeof(uint16_t) * 10 * kBs * kd;
+  RopeParams rp;
+  rp.n_rot = hd;
+  rp.freq_base = 10000.0f;
+  std::vector<int32_t> pos, seq;
+  for (int s = 0; s < n; ++s) {
+    for (int c = 0; c < len[s]; ++c) pos.push_back(c), seq.push_back(s);
+  }
+  const auto k0 = randn(pos.size() * kd), v0 = randn(pos.size() * kd);
+  DevMem dk0 = up(k0), dv0 = up(v0), dp0 = up(pos), ds0 = up(seq), tb = up(table);
+  auto cache = [&](DevMem& kc, DevMem& vc) {
+    kc = poisoned_bytes(pool), vc = poisoned_bytes(pool);
+    const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, 0, tb.as<int32_t>(), kShift, max_blocks};
+    kv_store(kv, dk0.as<float>(), kd, dv0.as<float>(), kd, static_cast<int>(pos.size()), dp0.as<int32_t>(),
+             ds0.as<int32_t>(), st());
+    return kv;
+  };
+  auto q = randn(n * qs);
+  for (float& x : q) x *= 3.0f;
+  const auto k = randn(n * kvs), v = randn(n * kvs);
+  const std::vector<int32_t> tpos = {len[0], len[1], len[2]};
+  for (int max_split : {1, 8}) {
+    for (int blk : {0, 32}) {
+      auto run = [&](const KvLayout& kv, const std::vector<int32_t>& tp, int first, int count, DevMem& out, DevMem& q8,
+                     DevMem& d8) {
+        DevMem dq = up(q), dk = up(k), dv = up(v), dp = up(tp), ds = up(std::vector<int32_t>{0, 1, 2});
+        DevMem ml = poisoned_bytes(sizeof(float) * 2 * n_head * 8 * n);
+        DevMem so = poisoned_bytes(sizeof(float) * qd * 8 * n);
+        DevMem cnt = up(std::vector<uint32_t>(n_kv * n, 0));
+        AttnDecode ad;
+        ad.q = dq.as<float>() + first * qs, ad.k = dk.as<float>() + first * kvs, ad.v = dv.as<float>() + first * kvs;
+        ad.pos = dp.as<int32_t>() + first, ad.seq = ds.as<int32_t>() + first;
+        ad.n_tokens = count, ad.q_stride = qs, ad.k_stride = kvs, ad.v_stride = kvs, ad.out_stride = qd;
+        ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
+        ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        ad.max_cells = cap;
+        ad.out = out.as<float>() + first * qd;
+        ad.min_chunk = 64;
+        if (blk) ad.q8 = q8.as<int8_t>() + first * qd, ad.d8 = d8.as<float>() + first * qd / blk, ad.q8_block = blk;
+        if (max_split > 1) {
+          ad.split_ml = ml.as<float>(), ad.split_o = so.as<float>(), ad.split_count = cnt.as<unsigned>();
+          ad.max_split = max_split;
+        }
+        attention_decode(ad, rp, nullptr, kv, st());
+      };
+      DevMem ka, va, kb, vb;
+      const KvLayout one = cache(ka, va), all = cache(kb, vb);
+      DevMem out1 = poisoned_bytes(sizeof(float) * n * qd), outn = poisoned_bytes(sizeof(float) * n * qd);
+      DevMem q81 = poisoned_bytes(n * qd), q8n = poisoned_bytes(n * qd);
+      DevMem d81 = poisoned_bytes(sizeof(float) * n * qd / 32), d8n = poisoned_bytes(sizeof(float) * n * qd / 32);
+      for (int t = 0; t < n; ++t) run(one, tpos, t, 1, out1, q81, d81);
+      ASSERT_TRUE(attention_decode_fits(n_head, n_kv, hd, hd, cap, max_split, 64, n));
+      run(all, tpos, 0, n, outn, q8n, d8n);
+      const auto o1 = down<float>(out1, n * qd), on = down<float>(outn, n * qd);
+      for (int64_t i = 0; i < n * qd; ++i) ASSERT_EQ(on[i], o1[i]) << "output " << i << " split " << max_split;
+      if (blk) {
+        const auto a1 = down<int8_t>(q81, n * qd), an = down<int8_t>(q8n, n * qd);
+        const auto s1 = down<float>(d81, n * qd / blk), sn = down<float>(d8n, n * qd / blk);
+        for (int64_t i = 0; i < n * qd; ++i) ASSERT_EQ(an[i], a1[i]) << "quant " << i;
+        for (int64_t i = 0; i < n * qd / blk; ++i) ASSERT_EQ(sn[i], s1[i]) << "scale " << i;
+      }
+      const auto c1 = down<uint16_t>(ka, pool / 2), cn = down<uint16_t>(kb, pool / 2);
+      for (size_t i = 0; i < c1.size(); ++i) ASSERT_EQ(cn[i], c1[i]) << "k cache " << i;
+      // control: token 0 at token 1's position (a batch that indexed positions wrongly)
+      DevMem kc, vc, outx = poisoned_bytes(sizeof(float) * n * qd);
+      const KvLayout other = cache(kc, vc);
+      run(other, {len[1], len[1], len[2]}, 0, n, outx, q8n, d8n);
+      const auto ox = down<float>(outx, n * qd);
+      int diff = 0;
+      for (int64_t i = 0; i < qd; ++i) diff += ox[i] != o1[i];
+      EXPECT_GT(diff, 0);
+    }
+  }
+}
+
 // kv_move against the CPU's cut of the same f16 rows (ops::rope_shift +
 // rope_shift_row_f16 for K, a copy for V), for both RoPE modes and a partial
 // rotation, through a paged layout where source and destination overlap.

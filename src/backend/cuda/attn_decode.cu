@@ -57,6 +57,16 @@ __global__ void __launch_bounds__(kThreads)
   griddep_wait();
   const int kvh = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
   const int n_split = static_cast<int>(gridDim.y);
+  if (blockIdx.z > 0) {  // token t of a batch: its rows, its quantized row, its split scratch and counters
+    const int64_t t = blockIdx.z;
+    a.q += t * a.q_stride, a.k += t * a.k_stride, a.v += t * a.v_stride, a.out += t * a.out_stride;
+    a.pos += t, a.seq += t;
+    const int64_t row = static_cast<int64_t>(a.n_head) * a.head_dim_v;
+    if (a.q8_block != 0) a.q8 += t * row, a.d8 += t * row / a.q8_block;
+    if (a.split_ml != nullptr) {
+      a.split_ml += t * n_split * a.n_head * 2, a.split_o += t * n_split * row, a.split_count += t * a.n_head_kv;
+    }
+  }
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int hdk = a.head_dim_k, hdv = a.head_dim_v, cap = chunk_cells(a.max_cells, n_split, a.min_chunk);
   const int p = a.pos[0];
@@ -331,28 +341,30 @@ void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const Kv
                                 max_smem_optin()) == cudaSuccess;
   }();
   if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
-  check(pdl_launch(attn_decode_kernel<kG>, dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split)),
+  check(pdl_launch(attn_decode_kernel<kG>,
+                   dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split),
+                        static_cast<unsigned>(a.n_tokens)),
                    dim3(kThreads), smem, st, a, rc, ff, kv),
         "attention_decode");
 }
 
 }  // namespace
 
-int attention_decode_splits(int n_head_kv, int max_cells, int max_split, int min_chunk) {
-  if (n_head_kv <= 0 || max_cells <= 0 || min_chunk <= 0) return 1;
-  const int fill = (2 * sm_count() + n_head_kv - 1) / n_head_kv;  // about two blocks per SM
+int attention_decode_splits(int n_blocks, int max_cells, int max_split, int min_chunk) {
+  if (n_blocks <= 0 || max_cells <= 0 || min_chunk <= 0) return 1;
+  const int fill = (2 * sm_count() + n_blocks - 1) / n_blocks;  // about two blocks per SM
   const int by_len = (max_cells + min_chunk - 1) / min_chunk;
   return std::max(1, std::min({max_split, fill, by_len}));
 }
 
 bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells, int max_split,
-                           int min_chunk) {
-  if (n_head_kv <= 0 || n_head % n_head_kv != 0) return false;
+                           int min_chunk, int n_tokens) {
+  if (n_head_kv <= 0 || n_head % n_head_kv != 0 || n_tokens < 1 || n_tokens > 65535) return false;
   const int g = n_head / n_head_kv;
   if (g != 1 && g != 2 && g != 4 && g != 8) return false;
   if (head_dim_k > kMaxHeadDimK || head_dim_v > kMaxHeadDimV || head_dim_k % 2 || head_dim_v % 2) return false;
   if (min_chunk < 64 || min_chunk % 64 != 0) return false;
-  const int n_split = attention_decode_splits(n_head_kv, max_cells, max_split, min_chunk);
+  const int n_split = attention_decode_splits(n_head_kv * n_tokens, max_cells, max_split, min_chunk);
   const Smem sm{head_dim_k, head_dim_v, chunk_cells(max_cells, n_split, min_chunk)};
   return sizeof(float) * static_cast<size_t>(sm.floats(g)) <= static_cast<size_t>(max_smem_optin());
 }
@@ -361,7 +373,8 @@ void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* fr
                       cudaStream_t st) {
   const bool can_split = a.split_ml != nullptr && a.split_o != nullptr && a.split_count != nullptr;
   const int max_split = can_split ? a.max_split : 1;
-  if (!attention_decode_fits(a.n_head, a.n_head_kv, a.head_dim_k, a.head_dim_v, a.max_cells, max_split, a.min_chunk)) {
+  if (!attention_decode_fits(a.n_head, a.n_head_kv, a.head_dim_k, a.head_dim_v, a.max_cells, max_split, a.min_chunk,
+                             a.n_tokens)) {
     throw Error("attention_decode: this head layout or context does not fit the fused decode kernel");
   }
   if (kv.k_dim != static_cast<int64_t>(a.n_head_kv) * a.head_dim_k ||
@@ -374,7 +387,7 @@ void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* fr
     throw Error("attention_decode: a head group's outputs are not whole quantization blocks");
   }
   const RopeConsts rc = make_rope_consts(rp, a.head_dim_k);
-  const int n_split = attention_decode_splits(a.n_head_kv, a.max_cells, max_split, a.min_chunk);
+  const int n_split = attention_decode_splits(a.n_head_kv * a.n_tokens, a.max_cells, max_split, a.min_chunk);
   const int cells = chunk_cells(a.max_cells, n_split,
                                 a.min_chunk);  // the score rows of one block (the combiner keeps its weights there)
   if (n_split > cells) throw Error("attention_decode: more splits than score cells");

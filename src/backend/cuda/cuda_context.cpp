@@ -250,6 +250,13 @@ struct CudaContext::Impl {
   // dequantized into consecutive rows of w16); STRIX_CUDA_MERGE=0: one per weight.
   bool merge_on = true;
   bool fa_batch = false;  // this micro-batch takes attention_prefill
+  // A micro-batch of at most kFusedMaxTokens tokens, each of its own sequence
+  // (batched decode), runs attention_decode for all of them in one launch;
+  // STRIX_CUDA_BATCH_DECODE=0 keeps rope_kv_store + attention() for it.
+  static constexpr int kFusedMaxTokens = 512;
+  bool fused_on = true;
+  bool fused_batch = false;  // this micro-batch takes the batched attention_decode
+  std::vector<uint8_t> seq_seen;
   Profile prof;
   // f16 copies of the weights for the GEMM path (prefill, batched decode of
   // more than 8 tokens), made on first use and kept, instead of dequantizing
@@ -284,6 +291,9 @@ struct CudaContext::Impl {
     use_graphs = !(g && std::string(g) == "0");
     const char* fa = std::getenv("STRIX_CUDA_FA");
     fa_on = !(fa && std::string(fa) == "0");
+    const char* bd = std::getenv("STRIX_CUDA_BATCH_DECODE");
+    fused_on = !(bd && std::string(bd) == "0");
+    seq_seen.assign(static_cast<size_t>(o.n_seq_max), 0);
   }
   ~Impl() {
     if (decode_graph) cudaGraphExecDestroy(decode_graph);
@@ -447,9 +457,17 @@ struct CudaContext::Impl {
                           : attention_decode_splits(static_cast<int>(hp.n_head_kv), static_cast<int>(seq_cap),
                                                     kMaxDecodeSplit, min_chunk);
     if (max_split > 1) {
-      split_ml = DevMem(sizeof(float) * 2 * hp.n_head * max_split, "the split attention's partial sums");
-      split_o = DevMem(sizeof(float) * hp.n_head * max_split * hp.head_dim_v, "the split attention's partial outputs");
-      split_count = DevMem(sizeof(unsigned) * hp.n_head_kv, "the split attention's counters");
+      // the most token-splits of one launch: one token, or a batch of up to kFusedMaxTokens
+      const int n_fused = static_cast<int>(std::min<int64_t>(ub, kFusedMaxTokens));
+      int64_t ts = 0;
+      for (int n = 1; n <= n_fused; ++n) {
+        ts = std::max<int64_t>(ts, static_cast<int64_t>(n) *
+                                       attention_decode_splits(static_cast<int>(hp.n_head_kv) * n,
+                                                               static_cast<int>(seq_cap), kMaxDecodeSplit, min_chunk));
+      }
+      split_ml = DevMem(sizeof(float) * 2 * hp.n_head * ts, "the split attention's partial sums");
+      split_o = DevMem(sizeof(float) * hp.n_head * ts * hp.head_dim_v, "the split attention's partial outputs");
+      split_count = DevMem(sizeof(unsigned) * hp.n_head_kv * n_fused, "the split attention's counters");
       check(cudaMemset(split_count.as<void>(), 0, split_count.bytes()), "zeroing the split attention's counters");
     }
   }
@@ -796,17 +814,19 @@ struct CudaContext::Impl {
       qs = qd, ks = kd, vs = vd;
     }
     const KvLayout kv = kv_layer(il);
-    // one token: RoPE, KV store, attention and the o-projection's quantizer in one kernel (H200,
-    // run 9: 1B tg128 982 vs 928 t/s with the three kernels)
-    if (n == 1 && !L.q_norm &&
+    // one token, or one token of each of several sequences: RoPE, KV store, attention and the
+    // o-projection's quantizer in one kernel (H200, run 9: 1B tg128 982 vs 928 t/s with the three kernels)
+    if ((n == 1 || fused_batch) && !L.q_norm &&
         attention_decode_fits(static_cast<int>(hp.n_head), static_cast<int>(hp.n_head_kv),
                               static_cast<int>(hp.head_dim_k), static_cast<int>(hp.head_dim_v), max_cells, max_split,
-                              min_chunk)) {
+                              min_chunk, n)) {
       const int64_t att_w = hp.n_head * hp.head_dim_v;
       const int64_t group = hp.n_head / hp.n_head_kv * hp.head_dim_v;
       AttnDecode ad;
       ad.q = q, ad.k = kk, ad.v = vv;
       ad.pos = d_pos, ad.seq = d_seq;
+      ad.n_tokens = n;
+      ad.q_stride = qs, ad.k_stride = ks, ad.v_stride = vs, ad.out_stride = att_w;
       ad.n_head = static_cast<int>(hp.n_head), ad.n_head_kv = static_cast<int>(hp.n_head_kv);
       ad.head_dim_k = static_cast<int>(hp.head_dim_k), ad.head_dim_v = static_cast<int>(hp.head_dim_v);
       ad.kq_scale = hp.kq_scale;
@@ -817,13 +837,14 @@ struct CudaContext::Impl {
         ad.split_ml = F(split_ml), ad.split_o = F(split_o), ad.split_count = split_count.as<unsigned>();
         ad.max_split = max_split;
       }
-      const bool quant = L.wo.ne0 == att_w && integer_gemv(L.wo.type, 1, att_w) && group % gemv_q_block(L.wo.type) == 0;
+      const bool quant = L.wo.ne0 == att_w && integer_gemv(L.wo.type, n, att_w) && group % gemv_q_block(L.wo.type) == 0;
       if (quant) ad.q8 = xq.as<int8_t>(), ad.d8 = F(xqd), ad.q8_block = gemv_q_block(L.wo.type);
       attention_decode(ad, hp.rope, rope_freqs, kv, st());
+      mark(Profile::kAttention);
       if (quant) {
-        matmul_act(L.wo, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.wo.type)}, 1, F(cur), d, L.bo);
+        matmul_act(L.wo, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.wo.type)}, n, F(cur), d, L.bo);
       } else {
-        matmul(L.wo, F(att), att_w, 1, F(cur), d, L.bo);
+        matmul(L.wo, F(att), att_w, n, F(cur), d, L.bo);
       }
       return;
     }
@@ -994,6 +1015,16 @@ struct CudaContext::Impl {
               "uploading output ids");
       }
       fa_batch = fa_on && count > 1 && count >= kFaTokensPerRun * runs;
+      fused_batch = false;
+      if (fused_on && count > 1 && count <= kFusedMaxTokens && runs == count) {
+        fused_batch = true;  // every token of its own sequence
+        for (int i = 0; i < count && fused_batch; ++i) {
+          uint8_t& seen = seq_seen[static_cast<size_t>(seq[first + i])];
+          fused_batch = seen == 0;
+          seen = 1;
+        }
+        for (int i = 0; i < count; ++i) seq_seen[static_cast<size_t>(seq[first + i])] = 0;
+      }
       if (use_graphs && count == 1 && out_ids.size() == 1) {
         decode_one(d_ids, ub);
       } else {

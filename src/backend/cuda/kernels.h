@@ -180,12 +180,19 @@ void attention_prefill(const KvLayout& kv, const AttnArgs& a, cudaStream_t st);
 // an integer GEMV of partner block q8_block (32, 256, or 0: not quantized;
 // a head group's n_head / n_head_kv * head_dim_v outputs must be whole blocks).
 inline constexpr int kDecodeMinChunk = 128;  // H200 run 12: 1B tg128 @ d4096 766 t/s vs 596 with 256
+// Several tokens in one launch (n_tokens, each of its own sequence: a batch
+// of decode steps): token t's q, k, v and out rows are q_stride, k_stride,
+// v_stride and out_stride floats after token 0's, its quantized row n_head *
+// head_dim_v bytes after (d8: that / q8_block floats), and every value equals
+// a launch of that token alone.
 struct AttnDecode {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
   const int32_t* pos = nullptr;
   const int32_t* seq = nullptr;
+  int n_tokens = 1;
+  int64_t q_stride = 0, k_stride = 0, v_stride = 0, out_stride = 0;
   int n_head = 0, n_head_kv = 0, head_dim_k = 0, head_dim_v = 0;
   float kq_scale = 1.0f;
   int max_cells = 0;  // the most cells pos[0] + 1 may reach (sizes the score buffer)
@@ -194,10 +201,11 @@ struct AttnDecode {
   float* d8 = nullptr;
   int q8_block = 0;
   // Scratch of the split context (flash-decoding): without it, or with
-  // max_split 1, one block per KV head reads the whole context. split_ml:
-  // n_head_kv * max_split * G * 2 floats; split_o: n_head * max_split *
-  // head_dim_v floats; split_count: n_head_kv zeroed counters (each launch
-  // leaves them zero).
+  // max_split 1, one block per KV head reads the whole context. With S =
+  // n_tokens * attention_decode_splits(n_head_kv * n_tokens, max_cells,
+  // max_split, min_chunk): split_ml S * n_head * 2 floats; split_o S * n_head
+  // * head_dim_v floats; split_count n_tokens * n_head_kv zeroed counters
+  // (each launch leaves them zero).
   float* split_ml = nullptr;
   float* split_o = nullptr;
   unsigned* split_count = nullptr;
@@ -205,12 +213,13 @@ struct AttnDecode {
   int min_chunk = kDecodeMinChunk;  // fewest cells per split (a multiple of 64)
 };
 // How many splits attention_decode cuts a context of max_cells into (about
-// two blocks per SM, each split at least min_chunk cells, at most max_split).
-int attention_decode_splits(int n_head_kv, int max_cells, int max_split, int min_chunk = kDecodeMinChunk);
+// two blocks per SM, each split at least min_chunk cells, at most max_split);
+// n_blocks: the launch's blocks per split (n_head_kv * n_tokens).
+int attention_decode_splits(int n_blocks, int max_cells, int max_split, int min_chunk = kDecodeMinChunk);
 // Whether the fused kernel takes this head layout and context (groups of 1, 2,
 // 4 or 8 query heads per KV head; the scores of one split in shared memory).
 bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_dim_v, int max_cells, int max_split = 1,
-                           int min_chunk = kDecodeMinChunk);
+                           int min_chunk = kDecodeMinChunk, int n_tokens = 1);
 void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
                       cudaStream_t st);
 // The most cells per sequence attention() takes (shared memory of one block).
