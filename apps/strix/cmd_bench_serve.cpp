@@ -13,7 +13,6 @@
 
 namespace strix::app {
 
-
 namespace {
 
 void usage(FILE* out) {

@@ -237,7 +237,6 @@ Ttft ref_ttft(const Loaded& m, const BenchServeOptions& o, uint64_t seed) {
   return t;
 }
 
-
 }  // namespace
 
 json run_bench_serve(const BenchServeOptions& o, const std::string& command, const std::string& strix_version) {

@@ -47,13 +47,14 @@ struct BenchServeOptions {
   int n_threads = 0;  // 0: all hardware threads
   int n_batch = 2048;
   int n_ubatch = 512;
-  bool compare = true;  // also run libllama (on the CPU: not with a GPU)
+  bool compare = true;    // also run libllama (on the CPU: not with a GPU)
   std::string ngl = "0";  // -ngl: 99 / all runs the engine on the CUDA backend
   uint64_t seed = 1;
 };
 
 // Runs both tests; the JSON receipt (tool, options, host, results). Progress
 // lines go to stderr.
-nlohmann::json run_bench_serve(const BenchServeOptions& opts, const std::string& command, const std::string& strix_version);
+nlohmann::json run_bench_serve(const BenchServeOptions& opts, const std::string& command,
+                               const std::string& strix_version);
 
 }  // namespace strix

@@ -341,10 +341,10 @@ void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const Kv
                                 max_smem_optin()) == cudaSuccess;
   }();
   if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
-  check(pdl_launch(attn_decode_kernel<kG>,
-                   dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split),
-                        static_cast<unsigned>(a.n_tokens)),
-                   dim3(kThreads), smem, st, a, rc, ff, kv),
+  check(pdl_launch(
+            attn_decode_kernel<kG>,
+            dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split), static_cast<unsigned>(a.n_tokens)),
+            dim3(kThreads), smem, st, a, rc, ff, kv),
         "attention_decode");
 }
 

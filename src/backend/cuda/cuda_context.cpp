@@ -461,9 +461,9 @@ struct CudaContext::Impl {
       const int n_fused = static_cast<int>(std::min<int64_t>(ub, kFusedMaxTokens));
       int64_t ts = 0;
       for (int n = 1; n <= n_fused; ++n) {
-        ts = std::max<int64_t>(ts, static_cast<int64_t>(n) *
-                                       attention_decode_splits(static_cast<int>(hp.n_head_kv) * n,
-                                                               static_cast<int>(seq_cap), kMaxDecodeSplit, min_chunk));
+        ts = std::max<int64_t>(ts, static_cast<int64_t>(n) * attention_decode_splits(static_cast<int>(hp.n_head_kv) * n,
+                                                                                     static_cast<int>(seq_cap),
+                                                                                     kMaxDecodeSplit, min_chunk));
       }
       split_ml = DevMem(sizeof(float) * 2 * hp.n_head * ts, "the split attention's partial sums");
       split_o = DevMem(sizeof(float) * hp.n_head * ts * hp.head_dim_v, "the split attention's partial outputs");
