@@ -47,7 +47,7 @@ TEST_F(BenchServeTest, cpu_run_writes_the_receipt) {
   const nlohmann::json r = run_bench_serve(o_, "test", "test");
   ASSERT_EQ(r["results"].size(), 2u);
   EXPECT_EQ(r["results"][1]["streams"], 2);
-  EXPECT_GT(r["results"][1]["strix_ts"]["mean"].get<double>(), 0.0);
+  EXPECT_EQ(r["results"][1]["strix_ts"]["samples"].size(), 1u);  // one repetition (its value is timing: not asserted)
   EXPECT_EQ(r["options"]["backend"], "CPU");
   EXPECT_EQ(r["options"]["ngl"], "0");
   EXPECT_EQ(r["shared_prefix"]["n_prompt"], 44);
