@@ -1,11 +1,13 @@
 // The GPU test fixture shared by the CUDA kernel tests: skips when the build
 // has no CUDA backend or no GPU is present (CI), uploads inputs, poisons
-// outputs (0xff bytes: NaN floats, -1 ints) and downloads after a sync.
+// outputs (0xff bytes: NaN floats, -1 ints) and downloads after a sync; and
+// attention_decode's usual arguments (decode_args).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/kernels.h"
 
 namespace strix::cuda {
 
@@ -55,5 +58,18 @@ class CudaFixture : public ::testing::Test {
   std::unique_ptr<Device> dev_;
   std::mt19937 rng_;
 };
+
+// attention_decode's arguments for one token of head_dim hd over a cache of cap cells.
+inline AttnDecode decode_args(const DevMem& q, const DevMem& k, const DevMem& v, const DevMem& pos, const DevMem& seq,
+                              int n_head, int n_kv, int hd, int cap, const DevMem& out) {
+  AttnDecode ad;
+  ad.q = q.as<float>(), ad.k = k.as<float>(), ad.v = v.as<float>();
+  ad.pos = pos.as<int32_t>(), ad.seq = seq.as<int32_t>();
+  ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
+  ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  ad.max_cells = cap;
+  ad.out = out.as<float>();
+  return ad;
+}
 
 }  // namespace strix::cuda

@@ -223,19 +223,6 @@ TEST_F(CudaFused, RopeKvStoreEqualsRopeThenKvStore) {
   }
 }
 
-// attention_decode's arguments for one token of head_dim hd over a cache of cap cells.
-AttnDecode decode_args(const DevMem& q, const DevMem& k, const DevMem& v, const DevMem& pos, const DevMem& seq,
-                       int n_head, int n_kv, int hd, int cap, const DevMem& out) {
-  AttnDecode ad;
-  ad.q = q.as<float>(), ad.k = k.as<float>(), ad.v = v.as<float>();
-  ad.pos = pos.as<int32_t>(), ad.seq = seq.as<int32_t>();
-  ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
-  ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  ad.max_cells = cap;
-  ad.out = out.as<float>();
-  return ad;
-}
-
 // attention_decode (one token: RoPE, KV store, attention, the o-projection's
 // quantizer) equals rope_kv_store, attention and quantize_act bit for bit:
 // the cache, the attention output and the quantized row, for head groups of

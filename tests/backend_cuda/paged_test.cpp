@@ -110,13 +110,7 @@ TEST_F(CudaPaged, BlockTablesGiveTheContiguousResults) {
       DevMem out = poisoned_bytes(sizeof(float) * qd);
       DevMem ml = poisoned_bytes(sizeof(float) * 2 * n_head * 8), so = poisoned_bytes(sizeof(float) * qd * 8);
       DevMem cnt = up(std::vector<uint32_t>(n_kv, 0));
-      AttnDecode ad;
-      ad.q = dq1.as<float>(), ad.k = dk1.as<float>(), ad.v = dv1.as<float>();
-      ad.pos = dp1.as<int32_t>(), ad.seq = ds1.as<int32_t>();
-      ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
-      ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-      ad.max_cells = cap;
-      ad.out = out.as<float>();
+      AttnDecode ad = decode_args(dq1, dk1, dv1, dp1, ds1, n_head, n_kv, hd, cap, out);
       ad.min_chunk = 64;
       if (max_split > 1) {
         ad.split_ml = ml.as<float>(), ad.split_o = so.as<float>(), ad.split_count = cnt.as<unsigned>();
@@ -183,14 +177,10 @@ TEST_F(CudaPaged, BatchedDecodeEqualsOneLaunchPerToken) {
         DevMem ml = poisoned_bytes(sizeof(float) * 2 * n_head * 8 * n);
         DevMem so = poisoned_bytes(sizeof(float) * qd * 8 * n);
         DevMem cnt = up(std::vector<uint32_t>(n_kv * n, 0));
-        AttnDecode ad;
-        ad.q = dq.as<float>() + first * qs, ad.k = dk.as<float>() + first * kvs, ad.v = dv.as<float>() + first * kvs;
-        ad.pos = dp.as<int32_t>() + first, ad.seq = ds.as<int32_t>() + first;
+        AttnDecode ad = decode_args(dq, dk, dv, dp, ds, n_head, n_kv, hd, cap, out);
+        ad.q += first * qs, ad.k += first * kvs, ad.v += first * kvs, ad.pos += first, ad.seq += first;
         ad.n_tokens = count, ad.q_stride = qs, ad.k_stride = kvs, ad.v_stride = kvs, ad.out_stride = qd;
-        ad.n_head = n_head, ad.n_head_kv = n_kv, ad.head_dim_k = ad.head_dim_v = hd;
-        ad.kq_scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        ad.max_cells = cap;
-        ad.out = out.as<float>() + first * qd;
+        ad.out += first * qd;
         ad.min_chunk = 64;
         if (blk) ad.q8 = q8.as<int8_t>() + first * qd, ad.d8 = d8.as<float>() + first * qd / blk, ad.q8_block = blk;
         if (max_split > 1) {
