@@ -123,7 +123,14 @@ nlohmann::json Engine::props_json() {
             {"n_ctx", n_ctx},
             {"speculative", false},
             {"is_processing", false},
-            {"params", {{"n_predict", -1}, {"n_probs", 0}, {"cache_prompt", true}, {"timeout_s", opts_.timeout_s}}}}}};
+            {"params",
+             {{"n_predict", -1},
+              {"n_probs", 0},
+              {"cache_prompt", true},
+              {"timeout_s", opts_.timeout_s},
+              {"n_keep", opts_.n_keep},
+              {"n_discard", 0},
+              {"context_shift", opts_.ctx_shift}}}}}};
 }
 
 }  // namespace strix::server
