@@ -11,7 +11,8 @@
 # Usage: scripts/gpu-check.sh [--no-speed] [--8b] [--long] [--speed-only]
 #   --8b          also the Llama-3.1-8B-shaped Q4_K_M
 #   --long        also pp4096 and tg128 at depth 4096 (bench -d 4096), the aggregate decode
-#                 of 1 / 16 / 64 sequences (strix batched-bench) and, with --8b, the 8B in Q8_0
+#                 of 1 / 16 / 64 sequences (strix batched-bench, and through the server's
+#                 engine: strix bench-serve -ngl 99) and, with --8b, the 8B in Q8_0
 #   --speed-only  no kernel tests and no parity (the speed checks alone)
 #   STRIX_BIN / STRIX_TEST_BIN: prebuilt binaries (else builds build-gpu/, Release, STRIX_CUDA=ON)
 #   STORIES:  stories260K.gguf (default ../shared/data/stories260K.gguf)
@@ -132,6 +133,8 @@ if [ $speed = 1 ]; then
       [ -f "$work/$m-q4_k_m.gguf" ] || continue
       check "bench -ngl 99 $m Q4_K_M pp4096, tg128 @ d4096" pass bash -o pipefail -c "'$S' bench -m '$work/$m-q4_k_m.gguf' -ngl 99 -p 4096 -n 128 -d 0,4096 -r 3 --out-json '$OUT/bench-$m-long.json' | tee -a '$OUT/bench.txt'"
       check "batched-bench -ngl 99 $m Q4_K_M, 1/16/64 sequences" pass bash -o pipefail -c "'$S' batched-bench -m '$work/$m-q4_k_m.gguf' -ngl 99 -npp 128 -ntg 128 -npl 1,16,64 -r 2 --out-json '$OUT/batched-$m.json' | tee -a '$OUT/bench.txt'"
+      # the same load through the server's engine (issue 7: aggregate decode of 16 / 64 streams)
+      check "bench-serve -ngl 99 $m Q4_K_M, 16/64 streams" pass bash -o pipefail -c "'$S' bench-serve -m '$work/$m-q4_k_m.gguf' -ngl 99 --no-compare -c 1,16,64 -p 128 -n 128 -r 1 --out-json '$OUT/serve-$m.json' 2>&1 | grep -E 'bench-serve:' | tee -a '$OUT/bench.txt'"
     done
     if [ $big = 1 ]; then
       [ -f "$work/l8b-q8_0.gguf" ] ||
