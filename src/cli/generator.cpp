@@ -35,14 +35,9 @@ void Perf::print() const {
                n_p_eval + n_eval);
 }
 
-Generator::Generator(Decoder& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
-                     int32_t n_batch)
-    : ctx_(ctx),
-      tk_(tk),
-      sampler_(sampler),
-      console_(console),
-      perf_(perf),
-      n_batch_(std::max<int32_t>(1, n_batch)) {}
+Generator::Generator(BatchContext& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console,
+                     Perf& perf, int32_t n_batch)
+    : ctx_(ctx), tk_(tk), sampler_(sampler), console_(console), perf_(perf), n_batch_(std::max<int32_t>(1, n_batch)) {}
 
 void Generator::queue(std::span<const int32_t> tokens, bool into_history) {
   pending_.insert(pending_.end(), tokens.begin(), tokens.end());

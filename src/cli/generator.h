@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cli/console.h"
-#include "runtime/decoder.h"
+#include "runtime/batch_context.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,7 +28,7 @@ struct Perf {
 
 class Generator {
  public:
-  Generator(Decoder& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
+  Generator(BatchContext& ctx, const tok::Tokenizer& tk, sampling::Sampler& sampler, Console& console, Perf& perf,
             int32_t n_batch);
 
   // Tokens to decode before the next draw. into_history: also append them to
@@ -47,7 +47,7 @@ class Generator {
 
   // llama-completion's context shift: when the queued tokens would not fit,
   // the first n_keep cells stay, half of the rest is dropped and the later
-  // cells move down (Decoder::seq_cut).
+  // cells move down (BatchContext::seq_cut).
   void enable_context_shift(int32_t n_keep) {
     shift_ = true;
     n_keep_ = n_keep;
@@ -57,7 +57,7 @@ class Generator {
   int64_t n_ctx() const { return ctx_.n_ctx(); }
 
  private:
-  Decoder& ctx_;
+  BatchContext& ctx_;
   const tok::Tokenizer& tk_;
   sampling::Sampler& sampler_;
   Console& console_;

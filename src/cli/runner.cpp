@@ -24,8 +24,8 @@
 #include "download/hf.h"
 #include "grammar/json_schema.h"
 #include "models/model.h"
+#include "runtime/batch_context.h"
 #include "runtime/context.h"
-#include "runtime/decoder.h"
 #include "sampling/sampler.h"
 #include "sampling/suppress_tokens.h"
 #include "sampling/think_budget.h"
@@ -132,19 +132,16 @@ int run(CliParams& p) {
   co.n_ctx = n_ctx;
   co.n_ubatch = std::min(p.n_ubatch, p.n_batch);
   co.n_threads = p.n_threads_batch > 0 && p.n_threads > 0 ? std::max(p.n_threads, p.n_threads_batch) : p.n_threads;
-  std::unique_ptr<Context> cpu_ctx;
-  std::unique_ptr<cuda::CudaContext> gpu_ctx;
-  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<BatchContext> ctx_owner;
   if (on_gpu) {
-    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
-    decoder = std::make_unique<DecoderOf<cuda::CudaContext>>(*gpu_ctx, n_ctx);
+    auto gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
     log(p, "main: offloaded " + std::to_string(model->hparams().n_layer + 1) + "/" +
                std::to_string(model->hparams().n_layer + 1) + " layers to the GPU (" + gpu_ctx->device_name() + ")\n");
+    ctx_owner = std::move(gpu_ctx);
   } else {
-    cpu_ctx = std::make_unique<Context>(*model, co);
-    decoder = std::make_unique<DecoderOf<Context>>(*cpu_ctx, n_ctx);
+    ctx_owner = std::make_unique<Context>(*model, co);
   }
-  Decoder& ctx = *decoder;
+  BatchContext& ctx = *ctx_owner;
   const tok::Vocab& vocab = tk.vocab();
 
   if (p.warmup) {

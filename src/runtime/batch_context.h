@@ -1,8 +1,8 @@
-// What the server's engine drives: a context of several sequences over a
-// paged KV cache whose block bookkeeping (KvCache: block tables, reference
-// counts, the prefix index) lives on the host. The CPU Context
-// (runtime/context.h) implements it; so can a GPU context that keeps the cells
-// in its own memory and the bookkeeping in a KvCache.
+// A context of several sequences over a paged KV cache whose block
+// bookkeeping (KvCache: block tables, reference counts, the prefix index)
+// lives on the host: what the server's engine and the CLI's generator drive,
+// whichever backend runs it. The CPU Context (runtime/context.h) implements
+// it, and so does cuda::CudaContext, which keeps the cells in GPU memory.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +22,14 @@ class BatchContext {
   // of the batch is kept then).
   virtual void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
                       std::span<const uint8_t> want_logits = {}) = 0;
+  // One sequence continuing at its cached length; logits for the last token
+  // only, or for all when all_logits.
+  void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
   // Logits of batch index i of the last decode; throws Error when it had none.
   virtual std::span<const float> logits(int32_t i) const = 0;
-  // Drops cells [p0, len) of a sequence.
+  // Drops cells [p0, len) of a sequence; clear() drops every sequence's.
   virtual void seq_truncate(int seq, int32_t p0) = 0;
+  virtual void clear() = 0;
   // Drops cells [p0, p1) and moves the rest down, keys re-rotated
   // (llama_memory_seq_rm + llama_memory_seq_add); see Context::seq_cut.
   virtual void seq_cut(int seq, int32_t p0, int32_t p1) = 0;

@@ -42,15 +42,12 @@ class Context final : public BatchContext {
   // cache (nothing of the batch is kept then).
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
               std::span<const uint8_t> want_logits = {}) override;
-  // Convenience: one sequence continuing at its cached length; logits for the last token only,
-  // or for all when all_logits.
-  void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
 
   // Logits of batch index i of the last decode (negative: from the end of the
   // outputs). Throws Error when that token had no output.
   std::span<const float> logits(int32_t i) const override;
 
-  void clear() { kv_.clear(); }
+  void clear() override { kv_.clear(); }
   // Drops positions [p0, end) of a sequence.
   void seq_truncate(int seq, int32_t p0) override { kv_.truncate(seq, p0); }
   // Drops positions [p0, p1) of a sequence and moves the later cells down to

@@ -12,6 +12,22 @@
 
 namespace strix::cuda {
 
+// The value an activation kernel reads at (token t, column c): x itself, or
+// silu(g) * u (SwiGLU fused, as the swiglu kernel computes it).
+struct ActPlain {
+  const float* x;
+  int64_t xs;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
+};
+struct ActSwiglu {
+  const float *g, *u;
+  int64_t gs, us;
+  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
+    const float gv = g[t * gs + c];
+    return gv / (1.0f + expf(-gv)) * u[t * us + c];
+  }
+};
+
 // The warp's largest |value| (amax), its signed value and its element index
 // `at`, every lane's (amax, val, at) candidate reduced with the smallest index
 // winning ties (the first element in order, as the CPU quantizer keeps).

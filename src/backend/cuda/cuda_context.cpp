@@ -265,7 +265,9 @@ struct CudaContext::Impl {
   // fit in what is free after the context's own buffers;
   // STRIX_CUDA_F16_WEIGHTS=0 / 1 turns them off / on.
   bool f16_keep = false;
-  std::map<std::vector<const uint8_t*>, DevMem> f16_of;  // by the weights of one GEMM
+  // by the weights of one GEMM: its first weight's data and their count (the
+  // forward always groups the same weights)
+  std::map<std::pair<const uint8_t*, size_t>, DevMem> f16_of;
   void mark(Profile::Kind k) { prof.mark(st(), k); }
 
   std::vector<int32_t> output_of, out_rows;
@@ -620,9 +622,9 @@ struct CudaContext::Impl {
   // now if this is its first use), or w16 freshly dequantized.
   const void* f16_rows(std::initializer_list<const DevWeight*> ws) {
     const int64_t k = (*ws.begin())->ne0;
-    std::vector<const uint8_t*> key;
+    const std::pair<const uint8_t*, size_t> key{(*ws.begin())->data, ws.size()};
     int64_t rows = 0;
-    for (const DevWeight* w : ws) key.push_back(w->data), rows += w->ne1;
+    for (const DevWeight* w : ws) rows += w->ne1;
     if (f16_keep) {
       const auto it = f16_of.find(key);
       if (it != f16_of.end()) return it->second.as();
@@ -637,7 +639,7 @@ struct CudaContext::Impl {
       rows += w->ne1;
     }
     mark(Profile::kDequant);
-    if (f16_keep) f16_of.emplace(std::move(key), std::move(copy));
+    if (f16_keep) f16_of.emplace(key, std::move(copy));
     return out;
   }
 
@@ -1050,15 +1052,6 @@ CudaContext::~CudaContext() = default;
 void CudaContext::decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
                          std::span<const uint8_t> want) {
   impl_->decode(tokens, pos, seq, want);
-}
-
-void CudaContext::decode_seq(std::span<const int32_t> tokens, int seq, bool all_logits) {
-  std::vector<int32_t> pos(tokens.size()), seqs(tokens.size(), seq);
-  const int32_t p0 = impl_->kvc->seq_len(seq);
-  for (size_t i = 0; i < tokens.size(); ++i) pos[i] = p0 + static_cast<int32_t>(i);
-  std::vector<uint8_t> want;
-  if (all_logits) want.assign(tokens.size(), 1);
-  decode(tokens, pos, seqs, want);
 }
 
 std::span<const float> CudaContext::logits(int32_t i) const {

@@ -53,13 +53,12 @@ class CudaContext final : public BatchContext {
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
 
-  // As Context::decode / decode_seq / logits.
+  // As Context::decode / logits (decode_seq: BatchContext's).
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
               std::span<const uint8_t> want_logits = {}) override;
-  void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
   std::span<const float> logits(int32_t i) const override;
 
-  void clear();
+  void clear() override;
   void seq_truncate(int seq, int32_t p0) override;
   // As Context::seq_cut, on the GPU's cells.
   void seq_cut(int seq, int32_t p0, int32_t p1) override;

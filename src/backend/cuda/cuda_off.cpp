@@ -32,7 +32,6 @@ void CudaContext::decode(std::span<const int32_t>, std::span<const int32_t>, std
                          std::span<const uint8_t>) {
   refuse();
 }
-void CudaContext::decode_seq(std::span<const int32_t>, int, bool) { refuse(); }
 std::span<const float> CudaContext::logits(int32_t) const { refuse(); }
 void CudaContext::clear() { refuse(); }
 void CudaContext::seq_truncate(int, int32_t) { refuse(); }

@@ -252,20 +252,7 @@ void check_weight(const DevWeight& w, const char* op) {
 // of width. F32 partner: no rounding (to_f16 alone). Q8_0: a warp per block
 // of 32, Q8_K: a warp per block of 256 (element 32 k + lane in lane `lane`,
 // the first of the largest magnitude kept on ties as round_q8_K_kernel does).
-// The value read is x itself, or silu(g) * u as the swiglu kernel computes it.
-struct ActX {
-  const float* x;
-  int64_t xs;
-  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
-};
-struct ActSwiglu {
-  const float *g, *u;
-  int64_t gs, us;
-  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
-    const float gv = g[t * gs + c];
-    return gv / (1.0f + expf(-gv)) * u[t * us + c];
-  }
-};
+// The value read: ActPlain or ActSwiglu (act_quant.cuh).
 
 template <class In>
 __global__ void act_f16_plain_kernel(In in, int64_t width, int64_t total, int mode, uint16_t* __restrict__ out) {
@@ -526,7 +513,7 @@ bool round_activations(GgmlType wtype, const float* x, int64_t x_stride, int n, 
 
 void activations_f16(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, uint16_t* out,
                      cudaStream_t st) {
-  launch_act_f16(wtype, ActX{x, x_stride}, n, width, out, st);
+  launch_act_f16(wtype, ActPlain{x, x_stride}, n, width, out, st);
 }
 
 void activations_f16_swiglu(GgmlType wtype, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,

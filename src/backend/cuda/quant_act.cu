@@ -19,20 +19,7 @@ namespace {
 
 constexpr int kQuantThreads = 256;
 
-// The value quantized: x itself, or silu(g) * u (SwiGLU fused, as the swiglu kernel computes it).
-struct PlainIn {
-  const float* x;
-  int64_t xs;
-  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const { return x[t * xs + c]; }
-};
-struct SwigluIn {
-  const float *g, *u;
-  int64_t gs, us;
-  __device__ __forceinline__ float operator()(int64_t t, int64_t c) const {
-    const float gv = g[t * gs + c];
-    return gv / (1.0f + expf(-gv)) * u[t * us + c];
-  }
-};
+// The value quantized: ActPlain or ActSwiglu (act_quant.cuh).
 
 // Q8_0 (ggml-cpu quantize_row_q8_0): d = amax / 127 stored as half, q = round_even(x * 127 / amax);
 // Q8_K (quantize_row_q8_K): the value of largest magnitude (the first one on ties) sets
@@ -153,7 +140,7 @@ void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64
   const int blk = gemv_q_block(wtype);
   if (width % blk != 0) throw Error("quantize_act: rows of " + std::to_string(width) + " are not whole blocks");
   if (n == 0 || width == 0) return;
-  launch_quant(blk, PlainIn{x, x_stride}, n, width, q, d, nullptr, 0, st);
+  launch_quant(blk, ActPlain{x, x_stride}, n, width, q, d, nullptr, 0, st);
   check_launch("quantize_act");
 }
 
@@ -163,7 +150,7 @@ void swiglu_quant(GgmlType wtype, const float* gate, int64_t gate_stride, const 
   const int blk = gemv_q_block(wtype);
   if (width % blk != 0) throw Error("swiglu_quant: rows of " + std::to_string(width) + " are not whole blocks");
   if (n == 0 || width == 0) return;
-  launch_quant(blk, SwigluIn{gate, up, gate_stride, up_stride}, n, width, q, d, out, out_stride, st);
+  launch_quant(blk, ActSwiglu{gate, up, gate_stride, up_stride}, n, width, q, d, out, out_stride, st);
   check_launch("swiglu_quant");
 }
 
