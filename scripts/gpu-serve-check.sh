@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The server's engine on the GPU (issues 6, 7), for scripts/gpu-check.sh:
 # strix serve -ngl 99 -np 4 on stories260K answers four concurrent greedy
-# /completion requests, each with strix run -ngl 99's text for its prompt.
+# /completion requests, each with strix run -ngl 99's text for its prompt
+# (control: none with another prompt's text).
 # Usage: scripts/gpu-serve-check.sh STRIX_BIN MODEL OUT_DIR   (exit 0: all equal)
 set -uo pipefail
 S="$1"; M="$2"; OUT="$3"
@@ -26,8 +27,13 @@ def ask(p):
 with concurrent.futures.ThreadPoolExecutor(4) as ex:
     replies = list(ex.map(ask, prompts))
 bad = 0
+clis = [open(f"{out}/cli-{i}.txt").read().rstrip() for i in range(len(prompts))]
+# negative control of the comparison: no reply equals another prompt's text
+if any(r["content"].rstrip() == clis[(i + 1) % len(clis)] for i, r in enumerate(replies)):
+    print("control FAILED: a reply equals another prompt's text")
+    bad += 1
 for i, r in enumerate(replies):
-    want = open(f"{out}/cli-{i}.txt").read().rstrip()
+    want = clis[i]
     got = r["content"].rstrip()
     ok = got == want and r["tokens_predicted"] == 48
     bad += not ok
