@@ -199,6 +199,41 @@ void KvCache::reserve(int seq, int32_t new_len) {
   while (s.blocks.size() < need) s.blocks.push_back(take_block());
 }
 
+void KvCache::reserve_batch(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                            int64_t n_vocab, int64_t max_len, std::string_view full_hint) {
+  const int n_seq = n_seq_max();
+  batch_next_.resize(static_cast<size_t>(n_seq));
+  batch_old_.resize(static_cast<size_t>(n_seq));
+  for (int s = 0; s < n_seq; ++s) batch_next_[s] = batch_old_[s] = seqs_[s].len;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      throw Error("decode: token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
+                  std::to_string(n_vocab - 1) + ")");
+    }
+    if (seq[i] < 0 || seq[i] >= n_seq) {
+      throw Error("decode: sequence id " + std::to_string(seq[i]) + " is outside 0.." + std::to_string(n_seq - 1));
+    }
+    if (pos[i] != batch_next_[seq[i]]) {
+      throw Error("decode: sequence " + std::to_string(seq[i]) + " continues at position " +
+                  std::to_string(batch_next_[seq[i]]) + ", the batch gives " + std::to_string(pos[i]));
+    }
+    ++batch_next_[seq[i]];
+  }
+  for (int s = 0; s < n_seq; ++s) {
+    if (batch_next_[s] > max_len) {
+      throw Error("the context is full: sequence " + std::to_string(s) + " would hold " +
+                  std::to_string(batch_next_[s]) + " tokens, the context size is " + std::to_string(max_len) +
+                  std::string(full_hint));
+    }
+  }
+  try {
+    for (int s = 0; s < n_seq; ++s) reserve(s, batch_next_[s]);
+  } catch (...) {
+    for (int s = 0; s < n_seq; ++s) truncate(s, batch_old_[s]);
+    throw;
+  }
+}
+
 void KvCache::commit(int seq, int32_t pos, int32_t token) {
   Seq& s = seqs_[seq];
   const int32_t blk = s.blocks[pos / block_size_];

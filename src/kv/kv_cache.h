@@ -76,6 +76,12 @@ class KvCache {
   // Makes room for cells [0, new_len) of `seq`, copying a shared or registered
   // block that the new cells would write into; throws Error when the cache is full.
   void reserve(int seq, int32_t new_len);
+  // A decode batch checked and its cells reserved, all or nothing (a
+  // context's decode): token ids below n_vocab, sequence ids in range, each
+  // token at its sequence's next position, at most max_len cells a sequence
+  // (the error then ends with full_hint). Throws Error naming the first problem.
+  void reserve_batch(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                     int64_t n_vocab, int64_t max_len, std::string_view full_hint);
   // Sets the length of a sequence after its cells were written (<= reserved).
   void set_len(int seq, int32_t len) { seqs_[seq].len = len; }
   // Records the token written at cell `pos` (the sequence's length becomes pos + 1)
@@ -201,6 +207,7 @@ class KvCache {
   int64_t n_lru_ = 0;
   uint64_t prefix_hits_ = 0;
   std::vector<Seq> seqs_;
+  std::vector<int32_t> batch_next_, batch_old_;  // reserve_batch's scratch (n_seq_max each)
 };
 
 }  // namespace strix

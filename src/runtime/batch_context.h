@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kv/kv_cache.h"
 
@@ -42,6 +43,10 @@ class BatchContext {
   virtual KvCache& kv_cache() = 0;
 
   int32_t seq_len(int seq) const { return kv().seq_len(seq); }
+
+ private:
+  std::vector<int32_t> one_pos_, one_seq_;  // decode_seq's batch (kept: no allocation per token)
+  std::vector<uint8_t> one_want_;
 };
 
 }  // namespace strix

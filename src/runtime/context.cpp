@@ -102,40 +102,7 @@ void Context::decode(std::span<const int32_t> tokens, std::span<const int32_t> p
   }
   const int64_t n_vocab = model_.hparams().n_vocab;
   // validate everything before touching the cache
-  std::vector<int32_t> next(kv_.n_seq_max());
-  for (int s = 0; s < kv_.n_seq_max(); ++s) next[s] = kv_.seq_len(s);
-  for (size_t i = 0; i < n; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-      throw Error("decode: token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
-                  std::to_string(n_vocab - 1) + ")");
-    }
-    if (seq[i] < 0 || seq[i] >= kv_.n_seq_max()) {
-      throw Error("decode: sequence id " + std::to_string(seq[i]) + " is outside 0.." +
-                  std::to_string(kv_.n_seq_max() - 1));
-    }
-    if (pos[i] != next[seq[i]]) {
-      throw Error("decode: sequence " + std::to_string(seq[i]) + " continues at position " +
-                  std::to_string(next[seq[i]]) + ", the batch gives " + std::to_string(pos[i]));
-    }
-    ++next[seq[i]];
-  }
-  for (int s = 0; s < kv_.n_seq_max(); ++s) {
-    if (next[s] > opts_.n_ctx) {
-      throw Error("the context is full: sequence " + std::to_string(s) + " would hold " + std::to_string(next[s]) +
-                  " tokens, the context size is " + std::to_string(opts_.n_ctx) + " (raise -c)");
-    }
-  }
-  const std::vector<int32_t> old_len = [&] {
-    std::vector<int32_t> v(kv_.n_seq_max());
-    for (int s = 0; s < kv_.n_seq_max(); ++s) v[s] = kv_.seq_len(s);
-    return v;
-  }();
-  try {
-    for (int s = 0; s < kv_.n_seq_max(); ++s) kv_.reserve(s, next[s]);
-  } catch (...) {
-    for (int s = 0; s < kv_.n_seq_max(); ++s) kv_.truncate(s, old_len[s]);
-    throw;
-  }
+  kv_.reserve_batch(tokens, pos, seq, n_vocab, opts_.n_ctx, " (raise -c)");
 
   // outputs
   output_of_.assign(n, -1);

@@ -948,37 +948,9 @@ struct CudaContext::Impl {
       throw Error("decode: tokens, positions, sequence ids and logit flags differ in length");
     }
     const int64_t n_vocab = model.hparams().n_vocab;
-    std::vector<int32_t> next(opts.n_seq_max);
-    for (int s = 0; s < opts.n_seq_max; ++s) next[s] = kvc->seq_len(s);
-    const std::vector<int32_t> old_len = next;
-    for (size_t i = 0; i < n; ++i) {
-      if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-        throw Error("decode: token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." +
-                    std::to_string(n_vocab - 1) + ")");
-      }
-      if (seq[i] < 0 || seq[i] >= opts.n_seq_max) {
-        throw Error("decode: sequence id " + std::to_string(seq[i]) + " is outside 0.." +
-                    std::to_string(opts.n_seq_max - 1));
-      }
-      if (pos[i] != next[seq[i]]) {
-        throw Error("decode: sequence " + std::to_string(seq[i]) + " continues at position " +
-                    std::to_string(next[seq[i]]) + ", the batch gives " + std::to_string(pos[i]));
-      }
-      ++next[seq[i]];
-    }
-    for (int s = 0; s < opts.n_seq_max; ++s) {
-      if (next[s] > seq_cap) {
-        throw Error("the context is full: sequence " + std::to_string(s) + " would hold " + std::to_string(next[s]) +
-                    " tokens, the context size is " + std::to_string(seq_cap) +
-                    (seq_cap < opts.n_ctx ? " (the most the CUDA attention runs per sequence so far)" : " (raise -c)"));
-      }
-    }
-    try {
-      for (int s = 0; s < opts.n_seq_max; ++s) kvc->reserve(s, next[s]);
-    } catch (...) {
-      for (int s = 0; s < opts.n_seq_max; ++s) kvc->truncate(s, old_len[s]);
-      throw;
-    }
+    kvc->reserve_batch(
+        tokens, pos, seq, n_vocab, seq_cap,
+        seq_cap < opts.n_ctx ? " (the most the CUDA attention runs per sequence so far)" : " (raise -c)");
     upload_tables();
     output_of.assign(n, -1);
     out_rows.clear();
