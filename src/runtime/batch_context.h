@@ -28,6 +28,20 @@ class BatchContext {
   void decode_seq(std::span<const int32_t> tokens, int seq = 0, bool all_logits = false);
   // Logits of batch index i of the last decode; throws Error when it had none.
   virtual std::span<const float> logits(int32_t i) const = 0;
+  // The largest logits of batch index i of the last decode, largest first
+  // (equal values: the lower id first), when the backend found them with the
+  // forward: the CUDA context does, on the device, so that a greedy sampler
+  // (sampling::Sampler::pick_greedy) needs no copy of the whole row. Empty
+  // when the backend does not, or when the row holds a NaN or +inf (logits()
+  // shows it to the sampler, which refuses it).
+  struct TopLogits {
+    std::span<const float> logit;
+    std::span<const int32_t> id;
+  };
+  virtual TopLogits top_logits(int32_t i) const {
+    (void)i;
+    return {};
+  }
   // Drops cells [p0, len) of a sequence; clear() drops every sequence's.
   virtual void seq_truncate(int seq, int32_t p0) = 0;
   virtual void clear() = 0;

@@ -70,6 +70,50 @@ constexpr StageLetter kStageLetters[] = {
     {'t', Stage::kTemperature}, {'i', Stage::kInfill}, {'a', Stage::kAdaptiveP},
 };
 
+// The logit bias stage's entries: the request's, then -inf for every
+// end-of-generation token (ignore_eos) and every suppressed token.
+std::vector<std::pair<int32_t, float>> biases_of(const Params& params, const tok::Vocab& vocab) {
+  std::vector<std::pair<int32_t, float>> biases(params.logit_bias.begin(), params.logit_bias.end());
+  if (params.ignore_eos) {
+    for (int32_t t : vocab.eog) biases.emplace_back(t, -INFINITY);
+  }
+  for (int32_t t : params.suppress_tokens) biases.emplace_back(t, -INFINITY);
+  return biases;
+}
+
+// Whether the chain of these params picks the largest logit left after the
+// logit biases (Sampler::pick_greedy): every stage either keeps the largest
+// logit unchanged or is off.
+bool greedy_chain(const Params& p) {
+  if (p.mirostat != 0 || !(p.temp <= 0.0f) || p.dynatemp_range > 0.0f || p.n_probs > 0) return false;
+  for (Stage st : p.stages) {
+    switch (st) {
+      case Stage::kPenalties:
+        if (p.penalty_last_n != 0 && (p.penalty_repeat != 1.0f || p.penalty_freq != 0.0f || p.penalty_present != 0.0f))
+          return false;
+        break;
+      case Stage::kDry:
+        if (p.dry_multiplier != 0.0f) return false;
+        break;
+      case Stage::kTypicalP:
+        if (!(p.typ_p >= 1.0f)) return false;
+        break;
+      case Stage::kXtc:
+        if (p.xtc_probability > 0.0f && p.xtc_threshold <= 0.5f) return false;
+        break;
+      case Stage::kTopNSigma:  // keeps the largest (or is off)
+      case Stage::kTopK:
+      case Stage::kTopP:
+      case Stage::kMinP:
+      case Stage::kTemperature:
+        break;
+      default:  // infill, adaptive-p
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Stage> parse_stages(const std::string& text, bool letters) {
@@ -117,6 +161,10 @@ struct Sampler::Impl {
   std::vector<std::pair<int32_t, float>> top;  // top_probs()
   std::unique_ptr<grammar::Matcher> matcher;
   std::unique_ptr<ReasoningBudget> budget;
+  // pick_greedy(): whether the chain reduces to the largest logit that is not
+  // banned, and the banned ids (sorted)
+  bool greedy = false;
+  std::vector<int32_t> banned;
 
   // common_sampler's grammar_should_apply: a lazy grammar stays out of a
   // thinking block (while the budget counts or forces).
@@ -194,18 +242,9 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
   const int32_t penalty_last_n = resolve_last_n(params.penalty_last_n, "repeat_last_n");
   const int32_t dry_last_n = resolve_last_n(params.dry_penalty_last_n, "dry_penalty_last_n");
 
-  std::vector<std::pair<int32_t, float>> biases;
-  for (const auto& [token, bias] : params.logit_bias) {
-    s.check_token(token);
-    biases.emplace_back(token, bias);
-  }
-  if (params.ignore_eos) {
-    for (int32_t t : vocab.eog) biases.emplace_back(t, -INFINITY);
-  }
-  for (int32_t t : params.suppress_tokens) {
-    s.check_token(t);
-    biases.emplace_back(t, -INFINITY);
-  }
+  for (const auto& [token, bias] : params.logit_bias) s.check_token(token);
+  for (int32_t t : params.suppress_tokens) s.check_token(t);
+  std::vector<std::pair<int32_t, float>> biases = biases_of(params, vocab);
   if (!biases.empty()) s.chain.push_back(make_logit_bias(s.n_vocab, std::move(biases)));
 
   // size_t min_keep from int32, sign-extended as libllama receives it.
@@ -287,11 +326,39 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
     s.prime_budget(params.generation_prompt);
   }
 
+  s.greedy = greedy_chain(params) && !s.matcher && !s.budget;
+  if (s.greedy) {
+    for (const auto& [token, bias] : biases_of(params, vocab)) {
+      if (bias != -INFINITY) s.greedy = false;
+      s.banned.push_back(token);
+    }
+    std::sort(s.banned.begin(), s.banned.end());
+  }
+
   s.cur.resize(static_cast<size_t>(s.n_vocab));
   if (params.n_probs > 0) s.top.reserve(static_cast<size_t>(params.n_probs));
 }
 
 Sampler::~Sampler() = default;
+
+std::optional<int32_t> Sampler::pick_greedy(std::span<const float> top, std::span<const int32_t> ids) const {
+  const Impl& s = *impl_;
+  if (!s.greedy || top.empty() || top.size() != ids.size()) return std::nullopt;
+  auto allowed = [&](int32_t id) { return !std::binary_search(s.banned.begin(), s.banned.end(), id); };
+  size_t j = 0;
+  while (j < ids.size() && !allowed(ids[j])) ++j;
+  if (j + 1 >= ids.size()) return std::nullopt;  // none allowed, or the last: a tie with the unseen is possible
+  const float best = top[j];
+  for (size_t k = j + 1; k < ids.size(); ++k) {
+    if (allowed(ids[k])) {
+      if (top[k] < best) return ids[j];
+      return std::nullopt;  // a tie: the chain's order decides
+    }
+  }
+  // every later listed one is banned; the unseen are at most the last listed
+  if (top.back() < best) return ids[j];
+  return std::nullopt;
+}
 
 int32_t Sampler::sample(std::span<const float> logits) {
   Impl& s = *impl_;

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -110,6 +111,18 @@ class Sampler {
   // (but advances the RNGs). Throws strix::Error on a row of the wrong size or
   // one holding NaN or +inf.
   int32_t sample(std::span<const float> logits);
+  // The token sample() would draw, decided from the row's largest logits
+  // alone (largest first, equal values by the lower id first, as
+  // BatchContext::top_logits gives them), so the whole row need not be read.
+  // Only a greedy sampler answers: temperature <= 0 without dynamic range, no
+  // mirostat, grammar, reasoning budget or n_probs, no stage that changes
+  // logits or can pass over the largest (penalties and DRY at their neutral
+  // values, typical-p >= 1, XTC off, no infill or adaptive-p stage), and only
+  // bans (-inf) among the logit biases. Then the largest logit that is not
+  // banned wins, unless the next one allowed equals it or the list cannot
+  // show that it is smaller: nullopt, and sample() decides from the row.
+  // Leaves the history alone, as sample() does.
+  std::optional<int32_t> pick_greedy(std::span<const float> top, std::span<const int32_t> ids) const;
   // Appends the emitted token to the history (penalties, DRY, grammar). Throws
   // strix::Error for an id outside the vocabulary or one the grammar forbids.
   // accept_grammar = false: history only (common_sampler_accept's flag; the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -575,8 +576,15 @@ void Engine::sample(Slot& s) {
     return;
   }
   try {
-    const std::span<const float> logits = ctx_.logits(s.row);
-    const int32_t tok = s.req.sampler->sample(logits);
+    // a greedy request takes its token from the row's largest logits when the
+    // backend found them (the CUDA context, on the device): no copy of the row
+    std::optional<int32_t> quick;
+    if (s.req.n_probs == 0) {
+      const BatchContext::TopLogits top = ctx_.top_logits(s.row);
+      if (!top.id.empty()) quick = s.req.sampler->pick_greedy(top.logit, top.id);
+    }
+    const std::span<const float> logits = quick ? std::span<const float>() : ctx_.logits(s.row);
+    const int32_t tok = quick ? *quick : s.req.sampler->sample(logits);
     s.req.sampler->accept(tok);
     ++s.n_gen;
     {

@@ -46,7 +46,8 @@ class StrixSide : public Side {
   void clear() override { ctx_.clear(); }
   void decode(std::span<const int32_t> tok, std::span<const int32_t> pos, std::span<const int32_t> seq,
               std::span<const uint8_t> want) override {
-    ctx_.decode(tok, pos, seq, want);  // returns once the logits are on the host
+    ctx_.decode(tok, pos, seq, want);
+    (void)ctx_.logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
   }
 
  private:

@@ -267,7 +267,8 @@ class CudaSide : public Side {
     pos_.resize(tokens.size());
     seq_.assign(tokens.size(), 0);
     for (size_t i = 0; i < tokens.size(); ++i) pos_[i] = pos0 + static_cast<int32_t>(i);
-    ctx_.decode(tokens, pos_, seq_);  // returns once the logits are on the host
+    ctx_.decode(tokens, pos_, seq_);
+    (void)ctx_.logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
   }
 
  private:

@@ -213,6 +213,7 @@ struct CudaContext::Impl {
 
   // activations [n_ubatch, width]
   DevMem x, x_alt, normed, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
+  DevMem top_dev, top_ids_dev;  // each output row's kTopLogits largest logits and their ids
   DevMem ff_ab;     // gate | up rows of the merged prefill GEMM [n_ubatch, 2 n_ff]
   DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
@@ -271,8 +272,37 @@ struct CudaContext::Impl {
   void mark(Profile::Kind k) { prof.mark(st(), k); }
 
   std::vector<int32_t> output_of, out_rows;
+  // The logits of the last decode's outputs: copied after each micro-batch
+  // when the decode took several, else all at once when logits() first asks
+  // (on_host), so a greedy step copies only top_host / top_ids_host, the
+  // kTopLogits largest of each row.
   std::vector<float> logits;
+  bool on_host = true;
+  std::vector<float> top_host;
+  std::vector<int32_t> top_ids_host;
   int32_t n_outputs = 0;
+
+  // The output row of batch index i (negative: from the end), or throws.
+  int32_t output_row(int32_t i) const {
+    int32_t row = -1;
+    if (i < 0) {
+      row = n_outputs + i;
+    } else if (static_cast<size_t>(i) < output_of.size()) {
+      row = output_of[static_cast<size_t>(i)];
+    }
+    if (row < 0 || row >= n_outputs) throw Error("logits: batch index " + std::to_string(i) + " has no output");
+    return row;
+  }
+  std::span<const float> logits_row(int32_t row) {
+    const int64_t n_vocab = model.hparams().n_vocab;
+    if (!on_host) {
+      check(cudaMemcpyAsync(logits.data(), F(logits_dev), sizeof(float) * logits.size(), cudaMemcpyDeviceToHost, st()),
+            "downloading logits");
+      dev.sync("downloading logits");
+      on_host = true;
+    }
+    return {logits.data() + static_cast<size_t>(row) * n_vocab, static_cast<size_t>(n_vocab)};
+  }
 
   Impl(const Model& m, const ContextOptions& o) : model(m), opts(o) {
     check_model(m);
@@ -417,6 +447,8 @@ struct CudaContext::Impl {
     ff_b = f32(hp.n_ff, "feed-forward activations");
     tmp = f32(hp.n_embd, "activations");
     logits_dev = f32(hp.n_vocab, "the logits");
+    top_dev = f32(kTopLogits, "the largest logits");
+    top_ids_dev = DevMem(sizeof(int32_t) * ub * kTopLogits, "the ids of the largest logits");
     ids = DevMem(sizeof(int32_t) * 4 * ub, "batch ids");
     xr = DevMem(sizeof(float) * ub * std::max<int64_t>(max_ne0, 1), "rounded activations");
     const int64_t gq = std::min<int64_t>(ub, kGemvMaxTokens) * std::max<int64_t>(max_ne0, 32);
@@ -938,6 +970,8 @@ struct CudaContext::Impl {
     // the last residual add fused with the output norm
     const Act out = norm(F(cur), output_norm, output, n);
     matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, out.p, d, n, out);
+    cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), st());
+    mark(Profile::kOther);
   }
 
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
@@ -962,6 +996,10 @@ struct CudaContext::Impl {
     }
     n_outputs = static_cast<int32_t>(out_rows.size());
     logits.resize(static_cast<size_t>(n_outputs) * n_vocab);
+    top_host.resize(static_cast<size_t>(n_outputs) * kTopLogits);
+    top_ids_host.resize(static_cast<size_t>(n_outputs) * kTopLogits);
+    const bool lazy = n <= static_cast<size_t>(opts.n_ubatch);  // one micro-batch: logits_dev holds every row
+    on_host = !lazy;
 
     const int ub = static_cast<int>(opts.n_ubatch);
     int32_t* d_ids = ids.as<int32_t>();
@@ -1005,9 +1043,17 @@ struct CudaContext::Impl {
         forward(count, d_ids, d_ids + ub, d_ids + 2 * ub, d_ids + 3 * ub, static_cast<int>(out_ids.size()), max_cells);
       }
       if (!out_ids.empty()) {
-        check(cudaMemcpyAsync(logits.data() + static_cast<size_t>(first_out) * n_vocab, F(logits_dev),
-                              sizeof(float) * out_ids.size() * n_vocab, cudaMemcpyDeviceToHost, st()),
-              "downloading logits");
+        if (!lazy) {
+          check(cudaMemcpyAsync(logits.data() + static_cast<size_t>(first_out) * n_vocab, F(logits_dev),
+                                sizeof(float) * out_ids.size() * n_vocab, cudaMemcpyDeviceToHost, st()),
+                "downloading logits");
+        }
+        const size_t tb = out_ids.size() * kTopLogits, at = static_cast<size_t>(first_out) * kTopLogits;
+        check(cudaMemcpyAsync(top_host.data() + at, F(top_dev), sizeof(float) * tb, cudaMemcpyDeviceToHost, st()),
+              "downloading the largest logits");
+        check(cudaMemcpyAsync(top_ids_host.data() + at, top_ids_dev.as<int32_t>(), sizeof(int32_t) * tb,
+                              cudaMemcpyDeviceToHost, st()),
+              "downloading the largest logits");
       }
       // the host vectors above (out_ids, the batch spans, the tables) must outlive the copies
       dev.sync("the CUDA forward pass");
@@ -1026,16 +1072,13 @@ void CudaContext::decode(std::span<const int32_t> tokens, std::span<const int32_
   impl_->decode(tokens, pos, seq, want);
 }
 
-std::span<const float> CudaContext::logits(int32_t i) const {
-  const int64_t n_vocab = impl_->model.hparams().n_vocab;
-  int32_t row = -1;
-  if (i < 0) {
-    row = impl_->n_outputs + i;
-  } else if (static_cast<size_t>(i) < impl_->output_of.size()) {
-    row = impl_->output_of[i];
-  }
-  if (row < 0 || row >= impl_->n_outputs) throw Error("logits: batch index " + std::to_string(i) + " has no output");
-  return {impl_->logits.data() + static_cast<size_t>(row) * n_vocab, static_cast<size_t>(n_vocab)};
+std::span<const float> CudaContext::logits(int32_t i) const { return impl_->logits_row(impl_->output_row(i)); }
+
+BatchContext::TopLogits CudaContext::top_logits(int32_t i) const {
+  const size_t at = static_cast<size_t>(impl_->output_row(i)) * kTopLogits;
+  if (impl_->top_ids_host[at] < 0) return {};  // a NaN or +inf in the row
+  return {{impl_->top_host.data() + at, static_cast<size_t>(kTopLogits)},
+          {impl_->top_ids_host.data() + at, static_cast<size_t>(kTopLogits)}};
 }
 
 void CudaContext::clear() { impl_->kvc->clear(); }

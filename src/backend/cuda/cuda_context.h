@@ -57,6 +57,9 @@ class CudaContext final : public BatchContext {
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
               std::span<const uint8_t> want_logits = {}) override;
   std::span<const float> logits(int32_t i) const override;
+  // Found on the device with each forward (kernels.h top_logits); the whole
+  // row is copied only when logits(i) asks for it.
+  TopLogits top_logits(int32_t i) const override;
 
   void clear() override;
   void seq_truncate(int seq, int32_t p0) override;

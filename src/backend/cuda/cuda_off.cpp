@@ -33,6 +33,7 @@ void CudaContext::decode(std::span<const int32_t>, std::span<const int32_t>, std
   refuse();
 }
 std::span<const float> CudaContext::logits(int32_t) const { refuse(); }
+BatchContext::TopLogits CudaContext::top_logits(int32_t) const { refuse(); }
 void CudaContext::clear() { refuse(); }
 void CudaContext::seq_truncate(int, int32_t) { refuse(); }
 void CudaContext::seq_cut(int, int32_t, int32_t) { refuse(); }

@@ -298,7 +298,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   const int64_t width = outs[0].w->ne0;
   Segs segs{};
   segs.count = count;
-  segs.prefetch = pdl_enabled();
+  segs.prefetch = pdl_prefetch();
   for (int i = 0; i < count; ++i) {
     const DevWeight& w = *outs[i].w;
     if (!gemv_q_supported(w.type)) refuse_type(w.type);

@@ -222,6 +222,12 @@ bool attention_decode_fits(int n_head, int n_head_kv, int head_dim_k, int head_d
                            int min_chunk = kDecodeMinChunk, int n_tokens = 1);
 void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* freq_factors, const KvLayout& kv,
                       cudaStream_t st);
+// For each of n rows of n_vocab logits (packed): its kTopLogits largest values
+// and their ids, largest first, equal values by the lower id first; a row that
+// holds a NaN or +inf gets id -1 in its first slot (n_vocab >= kTopLogits).
+inline constexpr int kTopLogits = 8;
+void top_logits(const float* logits, int n, int64_t n_vocab, float* top, int32_t* ids, cudaStream_t st);
+
 // The most cells per sequence attention() takes (shared memory of one block).
 int attention_max_cells(int head_dim_v);
 

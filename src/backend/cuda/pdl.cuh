@@ -4,8 +4,12 @@
 // writes or reads (its inputs, and outputs the previous kernel may still
 // read). Work that only reads the weights (L2 prefetch) may come before.
 // griddep_wait() is a no-op for a kernel launched without the attribute.
-// Opt-in with STRIX_CUDA_PDL=1 (H200, run 8: 1B tg128 933 vs 900 t/s, but 8B
-// 260 vs the 273 of run 7's plain launches, so plain stays the default).
+// griddep_wait() also lets the next kernel launch (launch_dependents) once
+// every block of this one has passed its wait, so the next kernel's blocks are
+// scheduled as this one's retire instead of after its last block. (Run 8
+// measured PDL without that trigger: 1B tg128 933 vs 900 t/s, 8B 260 vs 273.)
+// STRIX_CUDA_PDL=1: PDL with the GEMV's L2 prefetch of its weight rows before
+// the wait; 2: PDL without the prefetch; unset or 0: plain launches.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,6 +22,7 @@ namespace strix::cuda {
 __device__ __forceinline__ void griddep_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
@@ -33,13 +38,15 @@ __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lan
 #endif
 }
 
-inline bool pdl_enabled() {
-  static const bool on = [] {
+inline int pdl_mode() {
+  static const int mode = [] {
     const char* e = std::getenv("STRIX_CUDA_PDL");
-    return e && e[0] == '1';
+    return e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
   }();
-  return on;
+  return mode;
 }
+inline bool pdl_enabled() { return pdl_mode() != 0; }
+inline bool pdl_prefetch() { return pdl_mode() == 1; }
 
 template <class... KArgs, class... Args>
 cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
