@@ -1,6 +1,7 @@
-// The CUDA forward of the prenorm decoders (llama, qwen2, qwen3), step for
-// step the structure of graph::prenorm_decoder (src/graph/decoder.h) with
-// graph::self_attention and graph::gated_ffn, each op a kernel of
+// The CUDA forward of the prenorm decoders (llama, qwen2, qwen3, and the
+// mixture-of-experts qwen3moe and olmoe), step for step the structure of
+// graph::prenorm_decoder (src/graph/decoder.h) with graph::self_attention and
+// graph::gated_ffn or graph::moe_ffn (moe_block), each op a kernel of
 // backend/cuda/kernels.h on one stream. Matrix products: the GEMV kernel for
 // up to 8 tokens, else the weight dequantized to f16 (a copy kept from the
 // first forward on when memory allows) and cuBLAS (f32 accumulation), q/k/v
