@@ -252,6 +252,14 @@ struct CudaContext::Impl {
   DevMem moe_logits, moe_ids, moe_w, moe_map, moe_xg, moe_y, moe_g, moe_u, moe_xq, moe_xqd, moe_xr;
   std::vector<int32_t> moe_host;  // prefill: the ids read back, then the map uploaded
   bool moe_norm_weights = false;
+  // Prefill experts of more than 8 rows: the tensor-core GEMM (on: the
+  // default), or, with STRIX_CUDA_MOE_GEMM=0, the integer GEMV for Q8_0 / Q4_K
+  // / Q6_K experts (exact block dots as libllama's CPU, the weights read once
+  // per 8 rows; moe_pq / moe_pqd: the rows quantized). H200 run 1 of this
+  // branch: the GEMM's f16 activations flip routing decisions of quantized
+  // synthetic models in prefill (qwen3moe q8_0 mean KL 6e-3 vs 2.4e-4 in decode).
+  bool moe_gemm_on = true;
+  DevMem moe_pq, moe_pqd;
   // The paged KV cache: the block bookkeeping on the host (no host cells), the
   // cells per layer as [block][32][dim] halves here, and every sequence's
   // block table (max_blocks entries each) uploaded before each forward.
@@ -495,6 +503,12 @@ struct CudaContext::Impl {
       moe_xq = DevMem(static_cast<size_t>(dec * dec_w), "the quantized expert activations");
       moe_xqd = DevMem(sizeof(float) * static_cast<size_t>(dec * dec_w / 32), "the expert activation scales");
       moe_xr = DevMem(sizeof(float) * static_cast<size_t>(dec * dec_w), "the rounded expert activations");
+      const char* mg = std::getenv("STRIX_CUDA_MOE_GEMM");
+      moe_gemm_on = !(mg && std::string(mg) == "0");
+      if (!moe_gemm_on && ub > kGemvMaxTokens) {
+        moe_pq = DevMem(static_cast<size_t>(ub * dec_w), "the quantized expert rows");
+        moe_pqd = DevMem(sizeof(float) * static_cast<size_t>(ub * dec_w / 32), "the expert row scales");
+      }
     }
     kvc = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
                                                      .k_dim = hp.k_dim(),
@@ -1053,10 +1067,30 @@ struct CudaContext::Impl {
       const int cnt = offsets[x + 1] - offsets[x];
       if (cnt == 0) continue;
       const DevWeight g = L.gate_exps.slice(x), u = L.up_exps.slice(x), dn = L.down_exps.slice(x);
+      if (!moe_gemm_on && cnt > kGemvMaxTokens && expert_gemv_q(g, u, dn, F(moe_xg) + offsets[x] * d, cnt,
+                                                                  F(moe_y) + offsets[x] * d)) {
+        continue;
+      }
       gated_ffn(g, u, dn, Act{F(moe_xg) + offsets[x] * d, d}, cnt, F(moe_y) + offsets[x] * d, d);
     }
     moe_weighted_sum(F(moe_y), d, d_map + np, F(moe_w), n, k, d, F(cur), d, st());
     mark(Profile::kOther);
+  }
+
+  // One expert's FFN over n rows (packed, n_embd wide) through the integer
+  // GEMV (STRIX_CUDA_MOE_GEMM=0); false (nothing done) unless all three are
+  // Q8_0 / Q4_K / Q6_K and gate and up share their activations' type.
+  bool expert_gemv_q(const DevWeight& g, const DevWeight& u, const DevWeight& dn, const float* in, int n, float* out) {
+    const int64_t d = model.hparams().n_embd, ff = g.ne1;
+    auto whole = [](const DevWeight& w) { return gemv_q_supported(w.type) && w.ne0 % gemv_q_block(w.type) == 0; };
+    if (!whole(g) || !whole(u) || !whole(dn) || act_class(g.type) != act_class(u.type) || dn.ne0 != ff) return false;
+    quantize_act(g.type, in, d, n, d, moe_pq.as<int8_t>(), F(moe_pqd), st());
+    const GemvOut o[2] = {{&g, F(ff_a), ff}, {&u, F(ff_b), ff}};
+    gemv_q_multi(o, 2, moe_pq.as<int8_t>(), F(moe_pqd), n, st());
+    swiglu_quant(dn.type, F(ff_a), ff, F(ff_b), ff, n, ff, moe_pq.as<int8_t>(), F(moe_pqd), nullptr, 0, st());
+    gemv_q(dn, moe_pq.as<int8_t>(), F(moe_pqd), n, out, d, st());
+    mark(Profile::kGemv);
+    return true;
   }
 
   // The experts' FFN of up to kGemvMaxTokens tokens through the indirect
