@@ -255,9 +255,11 @@ struct CudaContext::Impl {
   // Prefill experts of more than 8 rows: the tensor-core GEMM (on: the
   // default), or, with STRIX_CUDA_MOE_GEMM=0, the integer GEMV for Q8_0 / Q4_K
   // / Q6_K experts (exact block dots as libllama's CPU, the weights read once
-  // per 8 rows; moe_pq / moe_pqd: the rows quantized). H200 run 1 of this
-  // branch: the GEMM's f16 activations flip routing decisions of quantized
-  // synthetic models in prefill (qwen3moe q8_0 mean KL 6e-3 vs 2.4e-4 in decode).
+  // per 8 rows; moe_pq / moe_pqd: the rows quantized), an A/B switch. H200
+  // (this branch's run 2): quantized synthetic MoE models miss the parity bar
+  // in prefill through routing flips (qwen3moe q8_0 mean KL 6.3e-3 vs 2.4e-4 in
+  // decode), and the integer GEMV does not help (9.3e-3): the flips come from
+  // the rest of the prefill path (its dense GEMMs, attention), not the experts.
   bool moe_gemm_on = true;
   DevMem moe_pq, moe_pqd;
   // The paged KV cache: the block bookkeeping on the host (no host cells), the
