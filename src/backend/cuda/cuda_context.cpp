@@ -1,6 +1,7 @@
-// The CUDA forward of the prenorm decoders (llama, qwen2, qwen3), step for
-// step the structure of graph::prenorm_decoder (src/graph/decoder.h) with
-// graph::self_attention and graph::gated_ffn, each op a kernel of
+// The CUDA forward of the prenorm decoders (llama, qwen2, qwen3, and the
+// mixture-of-experts qwen3moe and olmoe), step for step the structure of
+// graph::prenorm_decoder (src/graph/decoder.h) with graph::self_attention and
+// graph::gated_ffn or graph::moe_ffn (moe_block), each op a kernel of
 // backend/cuda/kernels.h on one stream. Matrix products: the GEMV kernel for
 // up to 8 tokens, else the weight dequantized to f16 (a copy kept from the
 // first forward on when memory allows) and cuBLAS (f32 accumulation), q/k/v
@@ -122,6 +123,22 @@ class Profile {
   long forwards_ = 0, tokens_ = 0;
 };
 
+// The mixture-of-experts architectures the CUDA forward runs, with the
+// routing their architecture files give graph::moe_ffn (softmax gating, SiLU
+// experts, no router or expert biases): whether the selected weights are
+// renormalised to sum 1.
+struct MoeArch {
+  const char* arch;
+  bool norm_weights;
+};
+const MoeArch* moe_arch(const std::string& arch) {
+  static constexpr MoeArch kArchs[] = {{"qwen3moe", true}, {"olmoe", false}};
+  for (const MoeArch& a : kArchs) {
+    if (arch == a.arch) return &a;
+  }
+  return nullptr;
+}
+
 // Weights by name (the architecture took exactly these).
 std::unordered_map<std::string, const Weight*> by_name(const Model& m) {
   std::unordered_map<std::string, const Weight*> out;
@@ -137,10 +154,13 @@ void check_model(const Model& m) {
   const Hparams& hp = m.hparams();
   const std::string& arch = hp.arch;
   const std::string file = path_of(m);
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw Refusal(file + ": the CUDA backend runs llama, qwen2 and qwen3 so far, not " + arch + " (use -ngl 0)");
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && !moe_arch(arch)) {
+    throw Refusal(file + ": the CUDA backend runs llama, qwen2, qwen3, qwen3moe and olmoe so far, not " + arch +
+                  " (use -ngl 0)");
   }
-  if (hp.n_expert > 0) throw Refusal(file + ": mixture of experts is not implemented on CUDA yet (use -ngl 0)");
+  if (hp.n_expert > 0 && !moe_arch(arch)) {
+    throw Refusal(file + ": the mixture of experts of " + arch + " is not implemented on CUDA yet (use -ngl 0)");
+  }
   if (hp.n_swa > 0) throw Refusal(file + ": sliding-window attention is not implemented on CUDA yet (use -ngl 0)");
   if (hp.attn_sinks) throw Refusal(file + ": attention sinks are not implemented on CUDA yet (use -ngl 0)");
   if (hp.head_dim_k > 512 || hp.head_dim_v > 256 || hp.head_dim_k % 2 || hp.head_dim_v % 2) {
@@ -198,6 +218,11 @@ struct CudaContext::Impl {
     DevWeight wq, wk, wv, wqkv, wo, gate, up, down;
     const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bqkv = nullptr, *bo = nullptr;
     const float *q_norm = nullptr, *k_norm = nullptr;
+    bool qk_norm_full = false;  // q/k norms over whole q/k rows (olmoe), not per head
+    // mixture of experts (moe): the router [n_embd, n_expert] and the expert stacks
+    bool moe = false;
+    DevWeight gate_inp;
+    DevExperts gate_exps, up_exps, down_exps;
   };
 
   const Model& model;
@@ -219,6 +244,25 @@ struct CudaContext::Impl {
   DevMem xr;        // activations rounded to a weight's partner type (round_activations)
   DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
   DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
+  // The MoE FFN's scratch (moe_block), with P = n_ubatch * n_expert_used (token, slot) pairs:
+  // router logits [ub, n_expert], moe_ids / moe_w [P] (per pair: expert, weight), moe_map [2 P]
+  // (prefill: token of each grouped row | grouped row of each pair), moe_xg [P, n_embd] (prefill:
+  // the inputs grouped by expert), moe_y [P, n_embd] (each pair's expert output, unweighted), and
+  // for the decode GEMVs (up to 8 tokens) moe_g / moe_u [8 k, n_ff_exp] and the activations of the
+  // pairs quantized (moe_xq, moe_xqd) or rounded (moe_xr).
+  DevMem moe_logits, moe_ids, moe_w, moe_map, moe_xg, moe_y, moe_g, moe_u, moe_xq, moe_xqd, moe_xr;
+  std::vector<int32_t> moe_host;  // prefill: the ids read back, then the map uploaded
+  bool moe_norm_weights = false;
+  // Prefill experts of more than 8 rows: the tensor-core GEMM (on: the
+  // default), or, with STRIX_CUDA_MOE_GEMM=0, the integer GEMV for Q8_0 / Q4_K
+  // / Q6_K experts (exact block dots as libllama's CPU, the weights read once
+  // per 8 rows; moe_pq / moe_pqd: the rows quantized), an A/B switch. H200
+  // (this branch's run 2): quantized synthetic MoE models miss the parity bar
+  // in prefill through routing flips (qwen3moe q8_0 mean KL 6.3e-3 vs 2.4e-4 in
+  // decode), and the integer GEMV does not help (9.3e-3): the flips come from
+  // the rest of the prefill path (its dense GEMMs, attention), not the experts.
+  bool moe_gemm_on = true;
+  DevMem moe_pq, moe_pqd;
   // The paged KV cache: the block bookkeeping on the host (no host cells), the
   // cells per layer as [block][32][dim] halves here, and every sequence's
   // block table (max_blocks entries each) uploaded before each forward.
@@ -395,6 +439,7 @@ struct CudaContext::Impl {
     output = dw(out ? *out : need("token_embd.weight"));
     output_norm = dv(&need("output_norm.weight"));
     rope_freqs = dv(get("rope_freqs.weight"));
+    if (const MoeArch* a = moe_arch(hp.arch)) moe_norm_weights = a->norm_weights;
     layers.resize(hp.n_layer);
     for (int64_t il = 0; il < hp.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
@@ -416,6 +461,16 @@ struct CudaContext::Impl {
       L.bo = dv(get(p + "attn_output.bias"));
       L.q_norm = dv(get(p + "attn_q_norm.weight"));
       L.k_norm = dv(get(p + "attn_k_norm.weight"));
+      if (const Weight* qn = get(p + "attn_q_norm.weight")) L.qk_norm_full = qn->ne[0] != hp.head_dim_k;
+      if (const Weight* r = get(p + "ffn_gate_inp.weight")) {
+        auto experts = [&](const Weight& w) { return DevExperts{dw(w), w.nb2, w.ne[2]}; };
+        L.moe = true;
+        L.gate_inp = dw(*r);
+        L.gate_exps = experts(need(p + "ffn_gate_exps.weight"));
+        L.up_exps = experts(need(p + "ffn_up_exps.weight"));
+        L.down_exps = experts(need(p + "ffn_down_exps.weight"));
+        continue;
+      }
       L.gate = dw(need(p + "ffn_gate.weight"));
       L.up = dw(need(p + "ffn_up.weight"));
       L.down = dw(need(p + "ffn_down.weight"));
@@ -427,7 +482,8 @@ struct CudaContext::Impl {
     const int64_t ub = opts.n_ubatch;
     const int64_t qkv_w = hp.q_dim() + hp.k_dim() + hp.v_dim();
     const int64_t att_w = hp.n_head * hp.head_dim_v;
-    wide = std::max({hp.n_embd, hp.q_dim(), att_w, hp.n_ff});
+    const int64_t ffw = std::max(hp.n_ff, hp.n_ff_exp);  // the widest FFN: dense, or one expert's
+    wide = std::max({hp.n_embd, hp.q_dim(), att_w, ffw});
     int64_t max_ne0 = 0, max_w = 0;
     for (const Weight& w : model.weights()) {
       if (w.ne[1] <= 1) continue;
@@ -443,8 +499,8 @@ struct CudaContext::Impl {
     k = f32(hp.k_dim(), "k activations");
     v = f32(hp.v_dim(), "v activations");
     att = f32(att_w, "attention output");
-    ff_a = f32(hp.n_ff, "feed-forward activations");
-    ff_b = f32(hp.n_ff, "feed-forward activations");
+    ff_a = f32(ffw, "feed-forward activations");
+    ff_b = f32(ffw, "feed-forward activations");
     tmp = f32(hp.n_embd, "activations");
     logits_dev = f32(hp.n_vocab, "the logits");
     top_dev = f32(kTopLogits, "the largest logits");
@@ -459,11 +515,34 @@ struct CudaContext::Impl {
         for (const Layer& L : layers) {
           if (L.wq.data) max_w = std::max(max_w, L.wq.ne0 * (L.wq.ne1 + L.wk.ne1 + L.wv.ne1));
           max_w = std::max(max_w, L.gate.ne0 * (L.gate.ne1 + L.up.ne1));
+          if (L.moe) max_w = std::max(max_w, L.gate_exps.w.ne0 * (L.gate_exps.w.ne1 + L.up_exps.w.ne1));
         }
-        ff_ab = DevMem(sizeof(float) * ub * 2 * hp.n_ff, "the gate/up activations of the prefill GEMM");
+        ff_ab = DevMem(sizeof(float) * ub * 2 * ffw, "the gate/up activations of the prefill GEMM");
       }
       w16 = DevMem(sizeof(uint16_t) * std::max<int64_t>(max_w, 1), "the f16 weight scratch of the prefill GEMM");
       x16 = DevMem(sizeof(uint16_t) * ub * max_ne0, "the f16 activation scratch of the prefill GEMM");
+    }
+    if (hp.n_expert > 0) {
+      const int64_t ne = hp.n_expert, pairs = ub * hp.n_expert_used;
+      const int64_t dec = std::min<int64_t>(ub, kGemvMaxTokens) * hp.n_expert_used;  // decode pairs
+      const int64_t dec_w = std::max(hp.n_embd, hp.n_ff_exp);
+      moe_logits = f32(ne, "the router logits");
+      moe_ids = DevMem(sizeof(int32_t) * pairs, "the selected experts");
+      moe_w = DevMem(sizeof(float) * pairs, "the expert weights");
+      moe_map = DevMem(sizeof(int32_t) * 2 * pairs, "the expert grouping");
+      moe_y = DevMem(sizeof(float) * pairs * hp.n_embd, "the expert outputs");
+      if (ub > kGemvMaxTokens) moe_xg = DevMem(sizeof(float) * pairs * hp.n_embd, "the expert inputs");
+      moe_g = DevMem(sizeof(float) * dec * hp.n_ff_exp, "the expert gate activations");
+      moe_u = DevMem(sizeof(float) * dec * hp.n_ff_exp, "the expert up activations");
+      moe_xq = DevMem(static_cast<size_t>(dec * dec_w), "the quantized expert activations");
+      moe_xqd = DevMem(sizeof(float) * static_cast<size_t>(dec * dec_w / 32), "the expert activation scales");
+      moe_xr = DevMem(sizeof(float) * static_cast<size_t>(dec * dec_w), "the rounded expert activations");
+      const char* mg = std::getenv("STRIX_CUDA_MOE_GEMM");
+      moe_gemm_on = !(mg && std::string(mg) == "0");
+      if (!moe_gemm_on && ub > kGemvMaxTokens) {
+        moe_pq = DevMem(static_cast<size_t>(ub * dec_w), "the quantized expert rows");
+        moe_pqd = DevMem(sizeof(float) * static_cast<size_t>(ub * dec_w / 32), "the expert row scales");
+      }
     }
     kvc = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
                                                      .k_dim = hp.k_dim(),
@@ -643,7 +722,9 @@ struct CudaContext::Impl {
     if (e && std::string(e) == "0") return;
     size_t bytes = 0;
     for (const Weight& w : model.weights()) {
-      if (w.ne[1] > 1 && w.type != GgmlType::F32) bytes += sizeof(uint16_t) * static_cast<size_t>(w.ne[0] * w.ne[1]);
+      if (w.ne[1] > 1 && w.type != GgmlType::F32) {
+        bytes += sizeof(uint16_t) * static_cast<size_t>(w.ne[0] * w.ne[1] * std::max<int64_t>(w.ne[2], 1));
+      }
     }
     size_t free_b = 0, total_b = 0;
     check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
@@ -882,7 +963,11 @@ struct CudaContext::Impl {
       }
       return;
     }
-    if (L.q_norm) {
+    if (L.q_norm && L.qk_norm_full) {  // graph::QkNorm::kFull
+      rms_norm(q, n, qd, qs, q, qs, L.q_norm, hp.norm_eps, st());
+      rms_norm(kk, n, kd, ks, kk, ks, L.k_norm, hp.norm_eps, st());
+      mark(Profile::kNorm);
+    } else if (L.q_norm) {
       rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
       rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
       mark(Profile::kNorm);
@@ -912,34 +997,197 @@ struct CudaContext::Impl {
     matmul(L.wo, F(att), a.out_stride, n, F(cur), d, L.bo);
   }
 
-  // graph::gated_ffn with SiLU: cur (normed) -> cur
+  // graph::gated_ffn with SiLU, or graph::moe_ffn: cur (normed) -> cur
   void ffn_block(int64_t il, int n, Act in) {
-    const Hparams& hp = model.hparams();
     const Layer& L = layers[il];
-    const int64_t ff = L.gate.ne1;
-    if (ff_ab.as<void>() && L.up.ne1 == ff && mergeable({&L.gate, &L.up}, n)) {
-      gemm_f16({&L.gate, &L.up}, in.p, hp.n_embd, n, F(ff_ab), 2 * ff);
-      if (gemm_path(L.down, n) && L.down.ne0 == ff) {  // SwiGLU fused into the down projection's input
-        activations_f16_swiglu(L.down.type, F(ff_ab), 2 * ff, F(ff_ab) + ff, 2 * ff, n, ff, x16.as<uint16_t>(), st());
+    if (L.moe) {
+      moe_block(L, n, in);
+      return;
+    }
+    gated_ffn(L.gate, L.up, L.down, in, n, F(cur), model.hparams().n_embd);
+  }
+  // The weight the FFN's input multiplies first (its type decides the norm's fused quantization).
+  const DevWeight& first_ffn_weight(int64_t il) const {
+    return layers[il].moe ? layers[il].gate_exps.w : layers[il].gate;
+  }
+
+  // out = down(silu(gate(in)) * up(in)) for n rows of `in` (in.stride apart)
+  void gated_ffn(const DevWeight& gate, const DevWeight& up, const DevWeight& down, Act in, int n, float* out,
+                 int64_t out_stride) {
+    const int64_t ff = gate.ne1;
+    if (ff_ab.as<void>() && up.ne1 == ff && mergeable({&gate, &up}, n)) {
+      gemm_f16({&gate, &up}, in.p, in.stride, n, F(ff_ab), 2 * ff);
+      if (gemm_path(down, n) && down.ne0 == ff) {  // SwiGLU fused into the down projection's input
+        activations_f16_swiglu(down.type, F(ff_ab), 2 * ff, F(ff_ab) + ff, 2 * ff, n, ff, x16.as<uint16_t>(), st());
         mark(Profile::kAct);
-        gemm_f16_ready({&L.down}, n, F(cur), hp.n_embd);
+        gemm_f16_ready({&down}, n, out, out_stride);
         return;
       }
       swiglu(F(ff_ab), 2 * ff, F(ff_ab) + ff, 2 * ff, F(ff_b), ff, n, ff, st());
       mark(Profile::kSwiglu);
-      matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
+      matmul(down, F(ff_b), ff, n, out, out_stride, nullptr);
       return;
     }
-    matmul_group({{&L.gate, F(ff_a), ff, nullptr}, {&L.up, F(ff_b), ff, nullptr}}, in.p, hp.n_embd, n, in);
-    if (L.down.ne0 == ff && integer_gemv(L.down.type, n, ff)) {
-      swiglu_quant(L.down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
+    matmul_group({{&gate, F(ff_a), ff, nullptr}, {&up, F(ff_b), ff, nullptr}}, in.p, in.stride, n, in);
+    if (down.ne0 == ff && integer_gemv(down.type, n, ff)) {
+      swiglu_quant(down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
       mark(Profile::kSwiglu);
-      matmul_act(L.down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(L.down.type)}, n, F(cur), hp.n_embd, nullptr);
+      matmul_act(down, {nullptr, 0, xq.as<int8_t>(), F(xqd), act_class(down.type)}, n, out, out_stride, nullptr);
       return;
     }
     swiglu(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
     mark(Profile::kSwiglu);
-    matmul(L.down, F(ff_b), ff, n, F(cur), hp.n_embd, nullptr);
+    matmul(down, F(ff_b), ff, n, out, out_stride, nullptr);
+  }
+
+  // graph::moe_ffn (softmax router, top-k, SiLU experts): in (normed) -> cur.
+  // Up to kGemvMaxTokens tokens (decode) run without a host sync, so the
+  // one-token forward stays one CUDA graph: the indirect GEMVs read each
+  // pair's expert id on the device. More tokens (prefill, batched decode of
+  // more than 8) read the ids back (one host sync per MoE layer, as
+  // llama.cpp's mul_mat_id does), group the pairs by expert on the host as
+  // ops::moe_group does, and run each used expert's FFN over its rows
+  // through gated_ffn (tensor-core GEMMs, or the GEMV for up to 8 rows).
+  // Either way each pair's output is weighted and the slots added in order.
+  void moe_block(const Layer& L, int n, Act in) {
+    const Hparams& hp = model.hparams();
+    const int64_t d = hp.n_embd;
+    const int k = static_cast<int>(hp.n_expert_used), n_expert = static_cast<int>(hp.n_expert);
+    const DevWeight& r = L.gate_inp;
+    if (in.q && integer_gemv(r.type, n, r.ne0) && in.cls != act_class(r.type)) {
+      // a router of another partner type: quantized apart, xq keeps the experts' activations
+      quantize_act(r.type, in.p, in.stride, n, r.ne0, moe_xq.as<int8_t>(), F(moe_xqd), st());
+      mark(Profile::kAct);
+      matmul_act(r, {nullptr, 0, moe_xq.as<int8_t>(), F(moe_xqd), act_class(r.type)}, n, F(moe_logits), n_expert,
+                 nullptr);
+    } else {
+      matmul_group({{&r, F(moe_logits), n_expert, nullptr}}, in.p, in.stride, n, in);
+    }
+    moe_route(F(moe_logits), n_expert, n, n_expert, k, moe_norm_weights, 0.0f, moe_ids.as<int32_t>(), F(moe_w), st());
+    mark(Profile::kOther);
+    const int np = n * k;
+    if (n <= kGemvMaxTokens) {
+      moe_decode(L, n, in);
+      moe_weighted_sum(F(moe_y), d, nullptr, F(moe_w), n, k, d, F(cur), d, st());
+      mark(Profile::kOther);
+      return;
+    }
+    // the one host sync: the ids, grouped as ops::moe_group (each expert's pairs in token order)
+    moe_host.resize(static_cast<size_t>(np));
+    check(cudaMemcpyAsync(moe_host.data(), moe_ids.as(), sizeof(int32_t) * np, cudaMemcpyDeviceToHost, st()),
+          "reading the selected experts");
+    dev.sync("the MoE router");
+    std::vector<int32_t> offsets(static_cast<size_t>(n_expert) + 1, 0);
+    for (int p = 0; p < np; ++p) {
+      const int32_t x = moe_host[p];
+      if (x < 0 || x >= n_expert) throw Error("the CUDA MoE router selected expert " + std::to_string(x));
+      ++offsets[x + 1];
+    }
+    for (int x = 0; x < n_expert; ++x) offsets[x + 1] += offsets[x];
+    std::vector<int32_t> map(2 * static_cast<size_t>(np));  // token of each grouped row | grouped row of each pair
+    std::vector<int32_t> next(offsets.begin(), offsets.end() - 1);
+    for (int p = 0; p < np; ++p) {
+      const int32_t row = next[moe_host[p]]++;
+      map[row] = p / k;
+      map[np + p] = row;
+    }
+    moe_host = std::move(map);  // kept alive past the (pageable, so staged at once) upload
+    int32_t* d_map = moe_map.as<int32_t>();
+    check(cudaMemcpyAsync(d_map, moe_host.data(), sizeof(int32_t) * 2 * np, cudaMemcpyHostToDevice, st()),
+          "uploading the expert grouping");
+    gather_rows(in.p, d, d, d_map, np, F(moe_xg), st());
+    mark(Profile::kOther);
+    for (int x = 0; x < n_expert; ++x) {
+      const int cnt = offsets[x + 1] - offsets[x];
+      if (cnt == 0) continue;
+      const DevWeight g = L.gate_exps.slice(x), u = L.up_exps.slice(x), dn = L.down_exps.slice(x);
+      if (!moe_gemm_on && cnt > kGemvMaxTokens && expert_gemv_q(g, u, dn, F(moe_xg) + offsets[x] * d, cnt,
+                                                                  F(moe_y) + offsets[x] * d)) {
+        continue;
+      }
+      gated_ffn(g, u, dn, Act{F(moe_xg) + offsets[x] * d, d}, cnt, F(moe_y) + offsets[x] * d, d);
+    }
+    moe_weighted_sum(F(moe_y), d, d_map + np, F(moe_w), n, k, d, F(cur), d, st());
+    mark(Profile::kOther);
+  }
+
+  // One expert's FFN over n rows (packed, n_embd wide) through the integer
+  // GEMV (STRIX_CUDA_MOE_GEMM=0); false (nothing done) unless all three are
+  // Q8_0 / Q4_K / Q6_K and gate and up share their activations' type.
+  bool expert_gemv_q(const DevWeight& g, const DevWeight& u, const DevWeight& dn, const float* in, int n, float* out) {
+    const int64_t d = model.hparams().n_embd, ff = g.ne1;
+    auto whole = [](const DevWeight& w) { return gemv_q_supported(w.type) && w.ne0 % gemv_q_block(w.type) == 0; };
+    if (!whole(g) || !whole(u) || !whole(dn) || act_class(g.type) != act_class(u.type) || dn.ne0 != ff) return false;
+    quantize_act(g.type, in, d, n, d, moe_pq.as<int8_t>(), F(moe_pqd), st());
+    const GemvOut o[2] = {{&g, F(ff_a), ff}, {&u, F(ff_b), ff}};
+    gemv_q_multi(o, 2, moe_pq.as<int8_t>(), F(moe_pqd), n, st());
+    swiglu_quant(dn.type, F(ff_a), ff, F(ff_b), ff, n, ff, moe_pq.as<int8_t>(), F(moe_pqd), nullptr, 0, st());
+    gemv_q(dn, moe_pq.as<int8_t>(), F(moe_pqd), n, out, d, st());
+    mark(Profile::kGemv);
+    return true;
+  }
+
+  // The experts' FFN of up to kGemvMaxTokens tokens through the indirect
+  // GEMVs: moe_y[p] = down(silu(gate(x)) * up(x)) of pair p's expert.
+  void moe_decode(const Layer& L, int n, Act in) {
+    const Hparams& hp = model.hparams();
+    const int64_t d = hp.n_embd, ff = L.gate_exps.w.ne1;
+    const int k = static_cast<int>(hp.n_expert_used), np = n * k;
+    const int32_t* ids = moe_ids.as<int32_t>();
+    const DevExperts &G = L.gate_exps, &U = L.up_exps, &D = L.down_exps;
+    auto integer = [](const DevExperts& e) { return gemv_q_supported(e.w.type) && e.w.ne0 % gemv_q_block(e.w.type) == 0; };
+    if (integer(G) && integer(U) && act_class(G.w.type) == act_class(U.w.type)) {  // gate and up in one launch
+      const int8_t* q = in.q;
+      const float* qd = in.d;
+      if (!q || in.cls != act_class(G.w.type)) {
+        quantize_act(G.w.type, in.p, in.stride, n, d, moe_xq.as<int8_t>(), F(moe_xqd), st());
+        mark(Profile::kAct);
+        q = moe_xq.as<int8_t>(), qd = F(moe_xqd);
+      }
+      const GemvIdOut o[2] = {{&G, F(moe_g), ff}, {&U, F(moe_u), ff}};
+      gemv_q_id(o, 2, ids, np, k, q, qd, st());
+      mark(Profile::kGemv);
+    } else {
+      expert_gemv(G, in, n, np, k, F(moe_g), ff);
+      expert_gemv(U, in, n, np, k, F(moe_u), ff);
+    }
+    if (integer(D) && D.w.ne0 == ff) {
+      swiglu_quant(D.w.type, F(moe_g), ff, F(moe_u), ff, np, ff, moe_xq.as<int8_t>(), F(moe_xqd), nullptr, 0, st());
+      mark(Profile::kSwiglu);
+      const GemvIdOut o{&D, F(moe_y), d};
+      gemv_q_id(&o, 1, ids, np, 1, moe_xq.as<int8_t>(), F(moe_xqd), st());
+      mark(Profile::kGemv);
+      return;
+    }
+    swiglu(F(moe_g), ff, F(moe_u), ff, F(moe_g), ff, np, ff, st());
+    mark(Profile::kSwiglu);
+    expert_gemv(D, Act{F(moe_g), ff}, np, np, 1, F(moe_y), d);
+  }
+  // One expert stack over np pairs, activation row p / act_div of `in` (rows
+  // of them): quantized or rounded for its type as matmul() would.
+  void expert_gemv(const DevExperts& e, Act in, int rows, int np, int act_div, float* y, int64_t y_stride) {
+    const int64_t width = e.w.ne0;
+    const int32_t* ids = moe_ids.as<int32_t>();
+    if (gemv_q_supported(e.w.type) && width % gemv_q_block(e.w.type) == 0) {
+      const int8_t* q = in.q;
+      const float* qd = in.d;
+      if (!q || in.cls != act_class(e.w.type)) {
+        quantize_act(e.w.type, in.p, in.stride, rows, width, moe_xq.as<int8_t>(), F(moe_xqd), st());
+        mark(Profile::kAct);
+        q = moe_xq.as<int8_t>(), qd = F(moe_xqd);
+      }
+      const GemvIdOut o{&e, y, y_stride};
+      gemv_q_id(&o, 1, ids, np, act_div, q, qd, st());
+    } else {
+      const float* x = in.p;
+      int64_t xs = in.stride;
+      if (round_activations(e.w.type, in.p, in.stride, rows, width, F(moe_xr), width, st())) {
+        mark(Profile::kAct);
+        x = F(moe_xr), xs = width;
+      }
+      gemv_id(e, ids, np, act_div, x, xs, y, y_stride, st());
+    }
+    mark(Profile::kGemv);
   }
 
   // graph::prenorm_decoder for one micro-batch; logits of its outputs land in
@@ -964,7 +1212,7 @@ struct CudaContext::Impl {
         mark(Profile::kOther);
         n = n_out;
       }
-      ffn_block(il, n, norm(F(cur), layers[il].ffn_norm, layers[il].gate, n));
+      ffn_block(il, n, norm(F(cur), layers[il].ffn_norm, first_ffn_weight(il), n));
       if (il + 1 < hp.n_layer) in = norm(F(cur), layers[il + 1].attn_norm, first_attn_weight(il + 1), n);
     }
     // the last residual add fused with the output norm

@@ -7,8 +7,10 @@
 //   ctx.decode(tokens, positions, seq_ids, want_logits);
 //   std::span<const float> row = ctx.logits(i);
 //
-// Runs the prenorm decoders llama (with rope_freqs), qwen2 and qwen3 (QK norm)
-// with weights F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
+// Runs the prenorm decoders llama (with rope_freqs), qwen2 and qwen3 (QK norm),
+// and the mixture-of-experts qwen3moe and olmoe (softmax router, top-k, SiLU
+// experts; decode through indirect GEMVs without a host sync, prefill grouped
+// by expert after one sync per MoE layer), with weights F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
 // IQ4_NL, IQ4_XS and MXFP4 (Q8_0 / Q4_K / Q6_K through the integer GEMV, the
 // rest through the float GEMV on activations rounded as the CPU's partner
 // quantizer rounds them); anything else is refused by name.

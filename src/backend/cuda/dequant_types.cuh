@@ -1,7 +1,8 @@
 // The float path's readers of the weight types beyond common.cuh's F32, F16,
 // Q8_0, Q4_K and Q6_K (BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q5_K,
 // IQ4_NL, IQ4_XS, MXFP4), under common.cuh's "8 weights at a time" contract,
-// and the dispatch over all of them. Only matmul.cu includes it.
+// and the dispatch over all of them. Included by matmul.cu and (through
+// gemv_rows.cuh) by the GEMV files.
 //
 // Each part() repeats its scalar dequantizer in src/quant (legacy.cpp,
 // kquants.cpp, iquants.cpp, fp4.cpp, float.cpp) product for product, so the

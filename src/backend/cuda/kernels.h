@@ -75,6 +75,43 @@ struct GemvOut {
 };
 void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* d, int n, cudaStream_t st);
 
+// ---- mixture of experts (moe.cu) ----
+// A 3-D expert tensor [ne0, ne1, n_expert]: expert x's matrix is `w` with
+// data + x * nb2 (w.data: expert 0's).
+struct DevExperts {
+  DevWeight w;
+  size_t nb2 = 0;
+  int64_t n_expert = 0;
+  DevWeight slice(int64_t x) const { return {w.type, w.ne0, w.ne1, w.nb1, w.data + static_cast<size_t>(x) * nb2}; }
+};
+// ops::moe_route with softmax gating, on the device: logits [n, n_expert]
+// (rows logits_stride apart) -> ids [n, k] (slot 0 the most probable; equal
+// probabilities to the lower expert index) and weights [n, k] (renormalised
+// to sum 1 when norm_weights, times scale when it is neither 0 nor 1).
+void moe_route(const float* logits, int64_t logits_stride, int n, int n_expert, int k, bool norm_weights, float scale,
+               int32_t* ids, float* weights, cudaStream_t st);
+// The indirect decode GEMVs of the experts, for n_pairs (token, slot) pairs p:
+// y[p][r] = dot(row r of expert ids[p], activation row p / act_div), y rows
+// y_stride apart. gemv_q_id: Q8_0 / Q4_K / Q6_K experts (one or two weights
+// of one activation: gate and up) against quantize_act's rows (packed rows of
+// ne0); gemv_id: any type of the float GEMV against f32 rows (x_stride even).
+// An id outside [0, n_expert) leaves its pair's rows unwritten.
+struct GemvIdOut {
+  const DevExperts* w;
+  float* y;
+  int64_t y_stride;
+};
+void gemv_q_id(const GemvIdOut* outs, int count, const int32_t* ids, int n_pairs, int act_div, const int8_t* q,
+               const float* d, cudaStream_t st);
+void gemv_id(const DevExperts& w, const int32_t* ids, int n_pairs, int act_div, const float* x, int64_t x_stride,
+             float* y, int64_t y_stride, cudaStream_t st);
+// out[t] = ((y[pair t k] w[t k] + y[pair t k + 1] w[t k + 1]) + ...) over the
+// k slots in order, every product and sum rounded as ggml's mul and adds
+// (graph::moe_ffn's moe_scatter + moe_sum); pair p's row of y is pos[p]
+// (pos null: p).
+void moe_weighted_sum(const float* y, int64_t y_stride, const int32_t* pos, const float* weights, int n, int k,
+                      int64_t width, float* out, int64_t out_stride, cudaStream_t st);
+
 // Fused steps of the decode path, each equal to the unfused sequence it
 // replaces value for value:
 // rms_norm_quant: r = x + y (x when y is null), written to x_out when y is

@@ -8,6 +8,7 @@
 #include "backend/cuda/act_quant.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant_types.cuh"
+#include "backend/cuda/gemv_rows.cuh"
 #include "backend/cuda/kernels.h"
 
 namespace strix::cuda {
@@ -86,29 +87,11 @@ __global__ void gemv_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t n
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kGemvWarps + warp;
   if (r >= rows) return;
-  constexpr int kParts = Q::kElems / Q::kPart;
   const uint8_t* row = w + r * nb1;
-  const int64_t n_parts = ne0 / Q::kPart;
   float acc[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
-#pragma unroll 4
-  for (int64_t p = lane; p < n_parts; p += 32) {
-    const int64_t blk = p / kParts;
-    float v[8];
-    int idx[4];
-    Q::part(row + blk * Q::kBytes, static_cast<int>(p % kParts), v, idx);
-    const float* xb = x + blk * Q::kElems;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-#pragma unroll
-      for (int k = 0; k < Q::kPairs; ++k) {
-        const float2 xv = __ldg(reinterpret_cast<const float2*>(xb + c * xs + idx[k]));
-        acc[c] = fmaf(v[2 * k], xv.x, acc[c]);
-        acc[c] = fmaf(v[2 * k + 1], xv.y, acc[c]);
-      }
-    }
-  }
+  gemv_row_f<Q, C>(row, ne0, x, xs, lane, acc);
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const float s = warp_sum(acc[c]);
