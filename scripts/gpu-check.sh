@@ -113,6 +113,10 @@ if [ -f "$STORIES" ]; then
   check "stories260K parity -ngl 99" pass bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --tokens 256 | tee -a '$OUT/parity.txt'"
   check "serve -ngl 99: 4 concurrent /completion greedy = strix run -ngl 99" pass \
     bash scripts/gpu-serve-check.sh "$S" "$STORIES" "$OUT"
+  check "stories260K greedy 200 tokens -ngl 3 (partial) = libllama" pass \
+    bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 3 --greedy 200 | tee -a '$OUT/parity.txt'"
+  check "serve -ngl 3 (partial): 4 concurrent /completion greedy = strix run -ngl 3" pass \
+    bash scripts/gpu-serve-check.sh "$S" "$STORIES" "$OUT" 3
 else
   note "skip  stories260K ($STORIES absent)"
 fi
