@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA backend's check on a GPU machine (issue 7), in one command:
-#   kernel tests, parity -ngl 99 against libllama (CPU) on synthetic llama /
+#   kernel tests, parity -ngl 99 (and -ngl 2, partial offload, llama F16)
+#   against libllama (CPU) on synthetic llama /
 #   qwen2 / qwen3 models (F16, Q8_0, Q4_K_M; llama also in BF16, Q4_0, Q4_1,
 #   Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, Q4_K_S, Q3_K_M, decode) with
 #   a negative control that must fail, stories260K greedy 200 tokens, the
@@ -98,6 +99,12 @@ done
 "$S" synth --arch llama "${small[@]}" --type f16 --seed 2 -o "$work/llama-f16-seed2.gguf" >>"$OUT/log.txt" 2>&1
 check "negative control: parity with other weights must FAIL" fail \
   bash -o pipefail -c "'$S' parity -m '$work/llama-f16.gguf' --strix-model '$work/llama-f16-seed2.gguf' -ngl 99 --tokens 64 --mode decode | tee -a '$OUT/parity.txt'"
+# partial offload (HybridContext): -ngl 2 of the 4-layer llama = layer 3 and the output layer on
+# the GPU, layers 0..2 on the CPU; and its negative control
+check "parity -ngl 2 (partial) llama f16 (prefill, decode, mixed)" pass \
+  bash -o pipefail -c "'$S' parity -m '$work/llama-f16.gguf' -ngl 2 --tokens 128 | tee -a '$OUT/parity.txt'"
+check "negative control: parity -ngl 2 with other weights must FAIL" fail \
+  bash -o pipefail -c "'$S' parity -m '$work/llama-f16.gguf' --strix-model '$work/llama-f16-seed2.gguf' -ngl 2 --tokens 64 --mode decode | tee -a '$OUT/parity.txt'"
 
 # ---- a real model: stories260K greedy 200 tokens, token for token ----
 if [ -f "$STORIES" ]; then
@@ -106,6 +113,10 @@ if [ -f "$STORIES" ]; then
   check "stories260K parity -ngl 99" pass bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 99 --tokens 256 | tee -a '$OUT/parity.txt'"
   check "serve -ngl 99: 4 concurrent /completion greedy = strix run -ngl 99" pass \
     bash scripts/gpu-serve-check.sh "$S" "$STORIES" "$OUT"
+  check "stories260K greedy 200 tokens -ngl 3 (partial) = libllama" pass \
+    bash -o pipefail -c "'$S' parity -m '$STORIES' -ngl 3 --greedy 200 | tee -a '$OUT/parity.txt'"
+  check "serve -ngl 3 (partial): 4 concurrent /completion greedy = strix run -ngl 3" pass \
+    bash scripts/gpu-serve-check.sh "$S" "$STORIES" "$OUT" 3
 else
   note "skip  stories260K ($STORIES absent)"
 fi

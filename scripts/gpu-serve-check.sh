@@ -3,18 +3,19 @@
 # strix serve -ngl 99 -np 4 on stories260K answers four concurrent greedy
 # /completion requests, each with strix run -ngl 99's text for its prompt
 # (control: none with another prompt's text).
-# Usage: scripts/gpu-serve-check.sh STRIX_BIN MODEL OUT_DIR   (exit 0: all equal)
+# Usage: scripts/gpu-serve-check.sh STRIX_BIN MODEL OUT_DIR [NGL]   (exit 0: all equal)
+#   NGL: -ngl of both the server and strix run (default 99; a smaller count: partial offload)
 set -uo pipefail
-S="$1"; M="$2"; OUT="$3"
+S="$1"; M="$2"; OUT="$3"; NGL="${4:-99}"
 port=18093
-"$S" serve -m "$M" -ngl 99 -np 4 --port $port >"$OUT/serve.log" 2>&1 &
+"$S" serve -m "$M" -ngl "$NGL" -np 4 --port $port >"$OUT/serve.log" 2>&1 &
 sp=$!
 trap 'kill $sp 2>/dev/null; wait $sp 2>/dev/null' EXIT
 for _ in $(seq 300); do grep -q "listening on" "$OUT/serve.log" && break; sleep 0.1; done
 grep -q "on the GPU" "$OUT/serve.log" || { echo "the server does not run on the GPU:"; cat "$OUT/serve.log"; exit 1; }
 prompts=("Once upon a time" "The little dog" "Lily and Tom went to the park" "One day, the sun")
 for i in "${!prompts[@]}"; do
-  "$S" run -m "$M" -ngl 99 -p "${prompts[$i]}" -n 48 --temp 0 --ignore-eos -no-cnv --no-display-prompt \
+  "$S" run -m "$M" -ngl "$NGL" -p "${prompts[$i]}" -n 48 --temp 0 --ignore-eos -no-cnv --no-display-prompt \
     >"$OUT/cli-$i.txt" 2>/dev/null || { echo "strix run failed for prompt $i"; exit 1; }
 done
 python3 - "$port" "$OUT" "${prompts[@]}" <<'PY'

@@ -33,8 +33,9 @@ void usage(FILE* out) {
                "  -t, --threads N       threads (default: all hardware threads)\n"
                "  -b, --batch-size N    most tokens per engine step (default 2048)\n"
                "  -ub, --ubatch-size N  micro-batch (default 512)\n"
-               "  -ngl, --gpu-layers N  0 (default): the CPU; 99 or all: the engine on the CUDA backend\n"
-               "                        (Strix only, with --no-compare)\n"
+               "  -ngl, --gpu-layers N  0 (default): the CPU; 99 or all: the engine on the CUDA backend;\n"
+               "                        N in between: the output layer and the last N-1 repeating layers\n"
+               "                        on the GPU (Strix only, with --no-compare)\n"
                "  --no-compare          Strix only\n"
                "  --seed S              picks the random token ids (default 1)\n"
                "  --out-json PATH       also write the receipt to PATH\n");

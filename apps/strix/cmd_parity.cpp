@@ -36,7 +36,9 @@ void usage(FILE* out) {
                "                     the token ids (each side feeds back its own choice)\n"
                "  --strix-model FILE Strix loads FILE, libllama -m FILE (negative controls: must FAIL)\n"
                "  -ngl N             0 (default): Strix on the CPU; 99 or all: on the GPU (CUDA builds, full\n"
-               "                     offload), judged by the CUDA bar: top-1 >= 99.5%%, mean KL <= 1e-4\n"
+               "                     offload); N in between: the output layer and the last N-1 repeating\n"
+               "                     layers on the GPU, the rest on the CPU (llama.cpp's count). Any GPU\n"
+               "                     share is judged by the CUDA bar: top-1 >= 99.5%%, mean KL <= 1e-4\n"
                "                     (F32/F16/Q8_0 weights) or 1e-3\n");
 }
 

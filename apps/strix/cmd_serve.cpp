@@ -22,6 +22,7 @@
 #include "download/hf.h"
 #include "models/model.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "sampling/think_budget.h"
 #include "server/engine.h"
 #include "server/http_server.h"
@@ -70,9 +71,10 @@ void usage(FILE* out) {
       "       --reasoning-budget N    tokens a <think> block may take before \"</think>\" is forced: -1\n"
       "                               unlimited (default), 0 no thinking (enable_thinking = false), N > 0\n"
       "                               (chat requests may set reasoning_budget_tokens / thinking_budget_tokens)\n"
-      "  -ngl, --gpu-layers N         layers on the GPU: 0 the CPU, 99 or all every layer (partial counts\n"
-      "                               are refused); auto (default): the GPU when one is usable and the model\n"
-      "                               runs there, else the CPU; without a GPU a count is ignored with a warning\n"
+      "  -ngl, --gpu-layers N         layers on the GPU: 0 the CPU, 99 or all every layer, N in between the\n"
+      "                               output layer and the last N-1 repeating layers (llama.cpp's count); auto\n"
+      "                               (default): the GPU when one is usable and the model runs there, else the\n"
+      "                               CPU; without a GPU a count is ignored with a warning\n"
       "       --mmap / --no-mmap      map the model file in place / read it into huge-page memory (default:\n"
       "                               read when it takes at most half of the available memory)\n"
       "       --reasoning-budget-message M  text forced before \"</think>\" when the budget is spent\n"
@@ -284,17 +286,18 @@ int cmd_serve(int argc, char** argv) {
   if (alias.empty()) alias = base_name(model_path);
 
   auto model = Model::load(model_path);
-  bool on_gpu = false;
+  const int64_t n_layer = model->hparams().n_layer;
+  Offload offload = offload_layers(0, n_layer);
   if (may_offload && ngl == "auto") {
     try {
       cuda::check_model(*model);
-      on_gpu = true;
+      offload = offload_layers(n_layer + 1, n_layer);
     } catch (const Refusal& e) {
       std::fprintf(stderr, "strix serve: the model runs on the CPU: %s\n", e.what());
     }
   } else if (may_offload) {
-    on_gpu = cuda::parse_ngl(ngl, model->hparams().n_layer);  // refuses a partial count by name
-    if (on_gpu) cuda::check_model(*model);
+    offload = cuda::parse_ngl(ngl, n_layer);
+    if (offload.on_gpu()) cuda::check_model(*model);
   }
   tok::Tokenizer tk(tok::Vocab::load(model->file()));
   if (tmpl.empty()) tmpl = model->file().get_string("tokenizer.chat_template");
@@ -303,14 +306,14 @@ int cmd_serve(int argc, char** argv) {
   co.n_ubatch = n_ubatch;
   co.n_threads = static_cast<int>(n_threads);
   co.n_seq_max = static_cast<int>(n_parallel);
-  std::unique_ptr<BatchContext> ctx_owner;
+  std::unique_ptr<BatchContext> ctx_owner = make_context(*model, co, offload);
   std::string where;
-  if (on_gpu) {
-    auto g = std::make_unique<cuda::CudaContext>(*model, co);
-    where = "the GPU (" + g->device_name() + ")";
-    ctx_owner = std::move(g);
+  if (offload.full()) {
+    where = "the GPU (" + gpu_name(*ctx_owner) + ")";
+  } else if (offload.partial()) {
+    where = "the GPU (" + gpu_name(*ctx_owner) + ") and " + std::to_string(ctx_owner->n_threads()) +
+            " CPU thread(s): " + offload.describe();
   } else {
-    ctx_owner = std::make_unique<Context>(*model, co);
     where = std::to_string(ctx_owner->n_threads()) + " CPU thread(s)";
   }
   BatchContext& ctx = *ctx_owner;

@@ -26,6 +26,7 @@
 #include "models/model.h"
 #include "runtime/batch_context.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "sampling/sampler.h"
 #include "sampling/suppress_tokens.h"
 #include "sampling/think_budget.h"
@@ -111,17 +112,18 @@ int run(CliParams& p) {
                     : p.mmap == 0                              ? WeightMemory::kCopy
                                                                : WeightMemory::kAuto);
   auto model = Model::load(path);
-  bool on_gpu = false;
+  const int64_t n_layer = model->hparams().n_layer;
+  Offload offload = offload_layers(0, n_layer);
   if (may_offload && p.n_gpu_layers == "auto") {
     try {
       cuda::check_model(*model);
-      on_gpu = true;
+      offload = offload_layers(n_layer + 1, n_layer);
     } catch (const Refusal& e) {
       log(p, std::string("main: the model runs on the CPU: ") + e.what() + "\n");
     }
   } else if (may_offload) {
-    on_gpu = cuda::parse_ngl(p.n_gpu_layers, model->hparams().n_layer);  // refuses a partial count by name
-    if (on_gpu) cuda::check_model(*model);
+    offload = cuda::parse_ngl(p.n_gpu_layers, n_layer);
+    if (offload.on_gpu()) cuda::check_model(*model);
   }
   const tok::Tokenizer tk = tok::Tokenizer::from_file(path);
   if (p.mlock && mlockall(MCL_CURRENT) != 0) {
@@ -132,14 +134,11 @@ int run(CliParams& p) {
   co.n_ctx = n_ctx;
   co.n_ubatch = std::min(p.n_ubatch, p.n_batch);
   co.n_threads = p.n_threads_batch > 0 && p.n_threads > 0 ? std::max(p.n_threads, p.n_threads_batch) : p.n_threads;
-  std::unique_ptr<BatchContext> ctx_owner;
-  if (on_gpu) {
-    auto gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
-    log(p, "main: offloaded " + std::to_string(model->hparams().n_layer + 1) + "/" +
-               std::to_string(model->hparams().n_layer + 1) + " layers to the GPU (" + gpu_ctx->device_name() + ")\n");
-    ctx_owner = std::move(gpu_ctx);
-  } else {
-    ctx_owner = std::make_unique<Context>(*model, co);
+  std::unique_ptr<BatchContext> ctx_owner = make_context(*model, co, offload);
+  if (offload.on_gpu()) {
+    log(p, "main: offloaded " + std::to_string(offload.n_gpu) + "/" + std::to_string(n_layer + 1) +
+               " layers to the GPU (" + gpu_name(*ctx_owner) + ")" +
+               (offload.partial() ? ": " + offload.describe() : std::string()) + "\n");
   }
   BatchContext& ctx = *ctx_owner;
   const tok::Vocab& vocab = tk.vocab();

@@ -28,7 +28,8 @@ void prenorm_decoder(Exec& e, Step& s, const Weight& tok_embd, const std::vector
   auto fp = [](const Weight& w) { return reinterpret_cast<const float*>(w.data); };
   ops::get_rows(e, tok_embd, s.tokens, s.n_tokens, ws.x, d);
   ops::rms_norm(e, ws.x, s.n_tokens, d, d, ws.cur, d, fp(layers[0].attn_norm), hp.norm_eps);
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
+  const int64_t end = s.layer_end > 0 ? s.layer_end : hp.n_layer;  // partial offload: the CPU's layers
+  for (int64_t il = 0; il < end; ++il) {
     const Layer& L = layers[il];
     // ws.cur holds attn_norm(x) here (the previous layer's residual add computed it)
     attn(e, s, il, L);
@@ -39,12 +40,13 @@ void prenorm_decoder(Exec& e, Step& s, const Weight& tok_embd, const std::vector
     }
     ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(L.ffn_norm), hp.norm_eps);
     ffn(e, s, il, L);
-    if (il + 1 < hp.n_layer) {
+    if (il + 1 < end) {
       ops::add_rms_norm(e, ws.x, ws.cur, ws.cur, s.n_tokens, d, fp(layers[il + 1].attn_norm), hp.norm_eps);
     } else {
       ops::add(e, ws.x, ws.cur, ws.x, s.n_tokens, d, d);
     }
   }
+  if (s.layer_end > 0) return;  // ws.x: the residual stream, which the GPU takes on from
   lm_head(e, s, ws.x, s.n_tokens, output_norm, output, hp.norm_eps);
 }
 

@@ -144,11 +144,11 @@ void KvCache::throw_no_host_storage(const char* what) {
 void KvCache::copy_block(int32_t from, int32_t to) {
   std::copy_n(tokens_.begin() + static_cast<size_t>(from) * block_size_, block_size_,
               tokens_.begin() + static_cast<size_t>(to) * block_size_);
-  if (copier_ != nullptr) {
-    copier_(copier_user_, from, to);
+  if (copier_ != nullptr) copier_(copier_user_, from, to);
+  if (!host_storage()) {
+    if (copier_ == nullptr) throw_no_host_storage("copying a block");
     return;
   }
-  if (!host_storage()) throw_no_host_storage("copying a block");
   const size_t bk = static_cast<size_t>(block_size_) * k_dim_, bv = static_cast<size_t>(block_size_) * v_dim_;
   for (int64_t il = 0; il < n_layer_; ++il) {
     const size_t base = static_cast<size_t>(il) * n_blocks_;

@@ -51,7 +51,9 @@ class KvCache {
   };
   explicit KvCache(const Options& opts);
   // Copies block `from`'s cells of every layer into block `to` where the cells
-  // live (a cache without host storage must have one before any write).
+  // live (a cache without host storage must have one before any write). A
+  // cache with host storage and a copier copies both: its host layers, then
+  // the copier's (partial offload: the CPU's layers here, the GPU's there).
   using BlockCopier = void (*)(void* user, int32_t from, int32_t to);
   void set_block_copier(BlockCopier copier, void* user) {
     copier_ = copier;
@@ -60,6 +62,7 @@ class KvCache {
   bool host_storage() const { return k_ != nullptr; }
 
   int block_size() const { return block_size_; }
+  int64_t n_layer() const { return n_layer_; }  // layers whose cells this cache holds (or sizes)
   int n_seq_max() const { return static_cast<int>(seqs_.size()); }
   int64_t n_blocks() const { return n_blocks_; }
   // Blocks a sequence can take now: empty ones plus cached ones nobody uses.
@@ -102,13 +105,20 @@ class KvCache {
   void cut(int seq, int32_t p0, int32_t p1, MoveK&& move_k) {
     if (!host_storage()) throw_no_host_storage("cut");
     const int32_t n = prepare_cut(seq, p0, p1);
+    move_host_cells(seq, p0, p1, n, move_k);
+    finish_cut(seq, p0, p1, n);
+  }
+  // cut's moves of the host cells: [p1, p1 + n) to [p0, p0 + n) in every host
+  // layer (inside cut_cells' move, for a cache whose cells live in two places).
+  template <class MoveK>
+  void move_host_cells(int seq, int32_t p0, int32_t p1, int32_t n, MoveK&& move_k) {
+    if (!host_storage()) throw_no_host_storage("moving cells");
     for (int64_t il = 0; il < n_layer_; ++il) {
       for (int32_t i = 0; i < n; ++i) {
         move_k(il, k_row(il, seq, p1 + i), k_row(il, seq, p0 + i));
         std::memcpy(v_row(il, seq, p0 + i), v_row(il, seq, p1 + i), sizeof(uint16_t) * static_cast<size_t>(v_dim_));
       }
     }
-    finish_cut(seq, p0, p1, n);
   }
   // The same cut for a cache whose cells live elsewhere: the checks and
   // copies, then move(n) moves the n cells [p1, p1 + n) to [p0, p0 + n)

@@ -51,6 +51,11 @@ struct Step {
   // n_ctx padded to 256, divided by n_seq_max, padded to 256). Architectures
   // whose computation depends on the context size read it (phi3 LongRoPE).
   int64_t n_ctx_seq = 0;
+  // Partial offload (runtime/hybrid_context.h): 0 runs every layer and the
+  // output head; L > 0 runs layers [0, L) only and leaves the residual stream
+  // after them in ws.x (rows: n_tokens, or n_outputs when L is every layer,
+  // whose last one keeps only the output rows). Read by graph::prenorm_decoder.
+  int64_t layer_end = 0;
 };
 
 class Exec {

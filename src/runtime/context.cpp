@@ -22,7 +22,7 @@ int default_threads(int n) {
 KvCache::Options kv_options(const Model& m, const ContextOptions& o) {
   const Hparams& hp = m.hparams();
   KvCache::Options k;
-  k.n_layer = hp.n_layer;
+  k.n_layer = o.layer_end > 0 ? o.layer_end : hp.n_layer;
   k.k_dim = hp.k_dim();
   k.v_dim = hp.v_dim();
   k.n_cells = o.n_ctx;
@@ -40,6 +40,10 @@ Context::Context(const Model& model, const ContextOptions& opts)
       kernels_(cpu::cpu_kernels()) {
   const Hparams& hp = model.hparams();
   if (opts_.n_ubatch <= 0) throw Error("n_ubatch must be positive");
+  if (opts_.layer_end < 0 || opts_.layer_end > hp.n_layer) {
+    throw Error("CPU context: layers [0, " + std::to_string(opts_.layer_end) + ") are not within the model's " +
+                std::to_string(hp.n_layer));
+  }
   const int64_t ub = opts_.n_ubatch;
 
   // widest activation rows any matmul produces or reads (the lm head excluded)
@@ -96,6 +100,7 @@ Context::~Context() = default;
 void Context::decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
                      std::span<const uint8_t> want) {
   const size_t n = tokens.size();
+  if (opts_.layer_end > 0) throw Error("decode: this CPU context runs part of the model (HybridContext drives it)");
   if (n == 0) throw Error("decode: empty batch");
   if (pos.size() != n || seq.size() != n || (!want.empty() && want.size() != n)) {
     throw Error("decode: tokens, positions, sequence ids and logit flags differ in length");
@@ -160,6 +165,40 @@ void Context::run_ubatch(int32_t first, int32_t count) {
   for (int32_t i = 0; i < count; ++i) kv_.commit(seq_[first + i], pos_[first + i], tokens_[first + i]);
 }
 
+int Context::forward_part(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                          std::span<const int32_t> out_ids, float* hidden) {
+  const Hparams& hp = model_.hparams();
+  const int32_t count = static_cast<int32_t>(tokens.size());
+  if (opts_.layer_end <= 0) throw Error("forward_part: this CPU context runs the whole model");
+  if (count == 0 || count > opts_.n_ubatch || pos.size() != tokens.size() || seq.size() != tokens.size() ||
+      out_ids.size() > tokens.size()) {
+    throw Error("forward_part: a micro-batch of " + std::to_string(count) + " tokens (at most " +
+                std::to_string(opts_.n_ubatch) + "), its positions, sequence ids and output ids disagree");
+  }
+  Step step;
+  step.n_tokens = count;
+  step.tokens = tokens.data();
+  step.pos = pos.data();
+  step.seq = seq.data();
+  step.n_outputs = static_cast<int>(out_ids.size());
+  step.out_ids = out_ids.data();
+  step.logits = nullptr;  // no output head here
+  step.kv = &kv_;
+  step.ws = &ws_;
+  step.hp = &hp;
+  step.n_ctx_seq = n_ctx_seq_;
+  step.layer_end = opts_.layer_end;
+  const Arch& arch = model_.arch();
+  pool_.run([&](int ith, int nth) {
+    Exec e(pool_, ith, nth, kernels_, ws_);
+    Step s = step;
+    arch.forward(e, s);
+  });
+  const int rows = opts_.layer_end == hp.n_layer ? step.n_outputs : count;
+  std::copy_n(ws_.x, static_cast<size_t>(rows) * hp.n_embd, hidden);
+  return rows;
+}
+
 bool Context::can_cut() const {
   const Hparams& hp = model_.hparams();
   for (int64_t il = 0; il < hp.n_layer; ++il) {
@@ -168,17 +207,38 @@ bool Context::can_cut() const {
   return true;
 }
 
+namespace {
+
+// Each cached layer's key rotation by `delta` positions (seq_cut).
+std::vector<ops::RopeShift> key_shifts(const Model& m, int64_t n_layer, int64_t n_ctx_seq, int32_t delta) {
+  const Hparams& hp = m.hparams();
+  std::vector<ops::RopeShift> shifts;
+  for (int64_t il = 0; il < n_layer; ++il) {
+    const KeyRope kr = m.arch().key_rope(hp, il, n_ctx_seq);
+    if (kr.rope == nullptr) throw Refusal("moving cached cells: this architecture's keys have no RoPE to shift");
+    shifts.push_back(ops::rope_shift(delta, *kr.rope, kr.freq_factors));
+  }
+  return shifts;
+}
+
+}  // namespace
+
 void Context::seq_cut(int seq, int32_t p0, int32_t p1) {
   if (p0 == p1) return;
   const Hparams& hp = model_.hparams();
-  std::vector<ops::RopeShift> shifts;
-  for (int64_t il = 0; il < hp.n_layer; ++il) {
-    const KeyRope kr = model_.arch().key_rope(hp, il, n_ctx_seq_);
-    if (kr.rope == nullptr) throw Refusal("moving cached cells: this architecture's keys have no RoPE to shift");
-    shifts.push_back(ops::rope_shift(p0 - p1, *kr.rope, kr.freq_factors));
-  }
+  const std::vector<ops::RopeShift> shifts = key_shifts(model_, kv_.n_layer(), n_ctx_seq_, p0 - p1);
   std::vector<float> tmp(static_cast<size_t>(kv_.k_dim()));
   kv_.cut(seq, p0, p1, [&](int64_t il, const uint16_t* src, uint16_t* dst) {
+    ops::rope_shift_row_f16(shifts[static_cast<size_t>(il)], src, dst, hp.n_head_kv, hp.head_dim_k, tmp.data());
+  });
+}
+
+void Context::move_cells(int seq, int32_t p0, int32_t p1, int32_t n) {
+  if (p0 == p1 || n == 0) return;
+  const Hparams& hp = model_.hparams();
+  const std::vector<ops::RopeShift> shifts = key_shifts(model_, kv_.n_layer(), n_ctx_seq_, p0 - p1);
+  std::vector<float> tmp(static_cast<size_t>(kv_.k_dim()));
+  kv_.move_host_cells(seq, p0, p1, n, [&](int64_t il, const uint16_t* src, uint16_t* dst) {
     ops::rope_shift_row_f16(shifts[static_cast<size_t>(il)], src, dst, hp.n_head_kv, hp.head_dim_k, tmp.data());
   });
 }

@@ -27,6 +27,10 @@ struct ContextOptions {
   int64_t n_ubatch = 512;  // most tokens in one forward pass
   int n_threads = 0;       // 0: all cores
   int n_seq_max = 1;
+  // Partial offload (runtime/hybrid_context.h): L > 0 makes a CPU context of
+  // layers [0, L) only (its KV cache holds their cells), driven through
+  // forward_part; 0: the whole model.
+  int64_t layer_end = 0;
 };
 
 class Context final : public BatchContext {
@@ -58,6 +62,20 @@ class Context final : public BatchContext {
   void seq_cut(int seq, int32_t p0, int32_t p1) override;
   // Whether seq_cut can move this model's cells (every layer's keys have RoPE).
   bool can_cut() const override;
+
+  // Partial offload (options().layer_end > 0; HybridContext drives it): the
+  // token embedding and layers [0, layer_end) of one micro-batch whose cells
+  // are reserved in kv_cache() (nothing is committed), the residual stream
+  // after them copied to `hidden` ([rows, n_embd] floats). out_ids: the
+  // micro-batch's indices that want logits, ascending. Returns rows: the
+  // token count, or out_ids.size() when layer_end is every layer (the last one
+  // keeps only the output rows, as the full forward does).
+  int forward_part(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
+                   std::span<const int32_t> out_ids, float* hidden);
+  // seq_cut's moves of this context's cells (cells [p1, p1 + n) of `seq` to
+  // [p0, p0 + n), keys rotated by p0 - p1), for a cut whose bookkeeping runs
+  // elsewhere (KvCache::cut_cells: HybridContext).
+  void move_cells(int seq, int32_t p0, int32_t p1, int32_t n);
 
   const Model& model() const { return model_; }
   const ContextOptions& options() const { return opts_; }

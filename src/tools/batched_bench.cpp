@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "backend/cuda/cuda_context.h"
+#include "runtime/offload.h"
 #include "core/error.h"
 #include "core/mmap.h"
 #include "models/model.h"
@@ -38,20 +39,20 @@ class Side {
   virtual void idle() {}
 };
 
-// Strix's CPU Context or the CUDA context: the same decode contract.
-template <class Ctx>
+// Strix's CPU Context, the CUDA context or both (partial offload): the same decode contract.
 class StrixSide : public Side {
  public:
-  StrixSide(const Model& model, const ContextOptions& co) : ctx_(model, co) {}
-  void clear() override { ctx_.clear(); }
+  StrixSide(const Model& model, const ContextOptions& co, const Offload& offload)
+      : ctx_(make_context(model, co, offload)) {}
+  void clear() override { ctx_->clear(); }
   void decode(std::span<const int32_t> tok, std::span<const int32_t> pos, std::span<const int32_t> seq,
               std::span<const uint8_t> want) override {
-    ctx_.decode(tok, pos, seq, want);
-    (void)ctx_.logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
+    ctx_->decode(tok, pos, seq, want);
+    (void)ctx_->logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
   }
 
  private:
-  Ctx ctx_;
+  std::unique_ptr<BatchContext> ctx_;
 };
 
 class RefSide : public Side {
@@ -211,7 +212,8 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
                     : o.mmap == 0                          ? WeightMemory::kCopy
                                                            : WeightMemory::kAuto);
   auto model = Model::load(o.model);
-  const bool on_gpu = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+  const Offload layers = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+  const bool on_gpu = layers.on_gpu();
   if (on_gpu) {
     if (o.compare) {
       throw Refusal("batched-bench: --compare runs libllama on the CPU; it is not offered with -ngl " + o.ngl);
@@ -226,11 +228,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
   co.n_threads = n_threads;
   co.n_seq_max = pl_max;
   co.n_ctx = kv_cells;  // one paged cache shared by the sequences
-  if (on_gpu) {
-    strix_side = std::make_unique<StrixSide<cuda::CudaContext>>(*model, co);
-  } else {
-    strix_side = std::make_unique<StrixSide<Context>>(*model, co);
-  }
+  strix_side = std::make_unique<StrixSide>(*model, co, layers);
   std::unique_ptr<ref::LlamaModel> rmodel;
   std::unique_ptr<RefSide> ref_side;
   if (o.compare) {
@@ -303,6 +301,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
             {"n_kv_max", o.n_kv_max},
             {"reps", o.reps},
             {"backend", on_gpu ? "CUDA" : "CPU"},
+            {"n_gpu_layers", layers.n_gpu},
             {"compare", o.compare},
             {"seed", o.seed}}},
           {"rows", rows}};

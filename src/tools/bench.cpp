@@ -18,6 +18,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cuda/cuda_context.h"
+#include "runtime/offload.h"
 #include "core/mmap.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -240,39 +241,24 @@ class Side {
   }
 };
 
+// Strix on the CPU (Context), the GPU (cuda::CudaContext: the forward on one
+// stream) or both (HybridContext, partial offload), as -ngl chose.
 class StrixSide : public Side {
  public:
-  StrixSide(const Model& model, const ContextOptions& co) : ctx_(model, co) {}
-  void clear() override { ctx_.clear(); }
-  void truncate(int32_t n) override { ctx_.seq_truncate(0, n); }
+  StrixSide(const Model& model, const ContextOptions& co, const Offload& offload)
+      : ctx_(make_context(model, co, offload)) {}
+  void clear() override { ctx_->clear(); }
+  void truncate(int32_t n) override { ctx_->seq_truncate(0, n); }
   void decode(std::span<const int32_t> tokens, int32_t pos0) override {
     pos_.resize(tokens.size());
     seq_.assign(tokens.size(), 0);
     for (size_t i = 0; i < tokens.size(); ++i) pos_[i] = pos0 + static_cast<int32_t>(i);
-    ctx_.decode(tokens, pos_, seq_);  // empty want: the last token's logits only
+    ctx_->decode(tokens, pos_, seq_);  // empty want: the last token's logits only
+    (void)ctx_->logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
   }
 
  private:
-  Context ctx_;
-  std::vector<int32_t> pos_, seq_;
-};
-
-// The same on the GPU (backend/cuda): full offload, the forward on one stream.
-class CudaSide : public Side {
- public:
-  CudaSide(const Model& model, const ContextOptions& co) : ctx_(model, co) {}
-  void clear() override { ctx_.clear(); }
-  void truncate(int32_t n) override { ctx_.seq_truncate(0, n); }
-  void decode(std::span<const int32_t> tokens, int32_t pos0) override {
-    pos_.resize(tokens.size());
-    seq_.assign(tokens.size(), 0);
-    for (size_t i = 0; i < tokens.size(); ++i) pos_[i] = pos0 + static_cast<int32_t>(i);
-    ctx_.decode(tokens, pos_, seq_);
-    (void)ctx_.logits(-1);  // on the host, as llama_decode leaves them (the CUDA context copies them on demand)
-  }
-
- private:
-  cuda::CudaContext ctx_;
+  std::unique_ptr<BatchContext> ctx_;
   std::vector<int32_t> pos_, seq_;
 };
 
@@ -357,7 +343,8 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
                       : o.mmap == 0                          ? WeightMemory::kCopy
                                                              : WeightMemory::kAuto);
     auto model = Model::load(path);
-    const bool on_gpu = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+    const Offload layers = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+    const bool on_gpu = layers.on_gpu();
     if (on_gpu) {
       if (o.compare) throw Refusal("bench: --compare runs libllama on the CPU; it is not offered with -ngl " + o.ngl);
       cuda::check_model(*model);
@@ -404,12 +391,8 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
       co.n_threads = n_threads;
       co.n_seq_max = 1;
       t.backend = on_gpu ? "CUDA" : "CPU";
-      std::unique_ptr<Side> side_owner;
-      if (on_gpu) {
-        side_owner = std::make_unique<CudaSide>(*model, co);
-      } else {
-        side_owner = std::make_unique<StrixSide>(*model, co);
-      }
+      t.n_gpu_layers = static_cast<int>(layers.n_gpu);
+      std::unique_ptr<Side> side_owner = std::make_unique<StrixSide>(*model, co, layers);
       Side& strix_side = *side_owner;
       strix_side.n_vocab = model->hparams().n_vocab;
       strix_side.bos = tk.vocab().bos;
@@ -477,7 +460,9 @@ struct Field {
 };
 
 std::vector<Field> fields(const BenchOptions& o) {
-  std::vector<Field> f = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}};
+  std::vector<Field> f = {{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}};
+  if (o.ngl != "0") f.push_back({"ngl", 3});  // as llama-bench's GPU builds
+  f.push_back({"threads", 7});
   if (o.n_batch != 2048) f.push_back({"n_batch", 7});
   if (o.n_ubatch != 512) f.push_back({"n_ubatch", 8});
   f.push_back({"test", 15});
@@ -536,6 +521,8 @@ std::string bench_markdown_row(const BenchResult& r, const BenchOptions& o) {
       v = buf;
     } else if (f.name == "backend") {
       v = r.backend;
+    } else if (f.name == "ngl") {
+      v = std::to_string(r.n_gpu_layers);
     } else if (f.name == "threads") {
       v = std::to_string(r.n_threads);
     } else if (f.name == "n_batch") {
@@ -709,6 +696,7 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
                 {"n_depth", r.n_depth},
                 {"n_threads", r.n_threads},
                 {"backend", r.backend},
+                {"n_gpu_layers", r.n_gpu_layers},
                 {"strix", stats(r.samples_ns, r.ts())}};
     if (gpu && r.n_gen > 0 && r.n_prompt == 0) row["weight_bytes_per_s_fraction_of_copy_bw"] = tg_fraction(r, *gpu);
     if (!r.ref_samples_ns.empty()) {

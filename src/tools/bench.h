@@ -63,7 +63,8 @@ struct BenchResult {
   // the test
   int n_prompt = 0, n_gen = 0, n_depth = 0;
   int n_threads = 0, n_batch = 0, n_ubatch = 0;
-  std::string backend = "CPU";  // "CUDA" with -ngl 99
+  std::string backend = "CPU";  // "CUDA" with -ngl 99 or a partial count
+  int n_gpu_layers = 0;         // llama.cpp's count: 0 .. n_layer + 1
   std::vector<uint64_t> samples_ns = {};      // Strix, one per repetition
   std::vector<uint64_t> ref_samples_ns = {};  // libllama (compare only)
 

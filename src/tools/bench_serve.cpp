@@ -14,6 +14,7 @@
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "sampling/sampler.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -43,13 +44,12 @@ struct Loaded {
   std::unique_ptr<ref::LlamaModel> ref;
   int32_t bos = -1;
   int64_t n_vocab = 0;
-  bool gpu = false;  // the engine's context on the CUDA backend
+  Offload offload;  // the engine's context on the CPU, the CUDA backend or both (-ngl)
 };
 
 std::unique_ptr<BatchContext> make_context(const Loaded& m, const BenchServeOptions& o, int64_t cells, int n_seq) {
   const ContextOptions co{.n_ctx = cells, .n_ubatch = o.n_ubatch, .n_threads = o.n_threads, .n_seq_max = n_seq};
-  if (m.gpu) return std::make_unique<cuda::CudaContext>(*m.model, co);
-  return std::make_unique<Context>(*m.model, co);
+  return strix::make_context(*m.model, co, m.offload);
 }
 
 std::vector<int32_t> random_ids(const Loaded& m, int n, uint64_t seed, bool with_bos) {
@@ -252,8 +252,8 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
   // when they go to the GPU)
   set_weight_memory(o.ngl != "0" ? WeightMemory::kMap : WeightMemory::kAuto);
   m.model = Model::load(o.model);
-  m.gpu = cuda::parse_ngl(o.ngl, m.model->hparams().n_layer);  // refuses a partial count by name
-  if (m.gpu) {
+  m.offload = cuda::parse_ngl(o.ngl, m.model->hparams().n_layer);
+  if (m.offload.on_gpu()) {
     cuda::check_model(*m.model);
     if (o.compare) {
       throw Refusal("bench-serve: the libllama side runs on the CPU; with -ngl " + o.ngl + " use --no-compare");
@@ -346,8 +346,9 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
             {"reps", o.reps},
             {"compare", o.compare},
             {"ngl", o.ngl},
-            {"backend", m.gpu ? "CUDA" : "CPU"},
-            {"gpu", m.gpu ? cuda::gpu_info(false).name : ""},
+            {"backend", m.offload.on_gpu() ? "CUDA" : "CPU"},
+            {"n_gpu_layers", m.offload.n_gpu},
+            {"gpu", m.offload.on_gpu() ? cuda::gpu_info(false).name : ""},
             {"seed", o.seed},
             {"kv_type", "f16"}}},
           {"results", rows},

@@ -14,6 +14,7 @@
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "tokenizer/tokenizer.h"
 
 namespace strix {
@@ -58,9 +59,10 @@ std::string ParityReport::summary() const {
   char buf[512];
   if (backend == "cuda") {
     std::snprintf(buf, sizeof buf,
-                  "%-7s %4d positions, weights %-6s [cuda] mean KL %.2e (bar %.0e)  max KL %.2e  at %d:%d  "
+                  "%-7s %4d positions, weights %-6s [cuda%s%s] mean KL %.2e (bar %.0e)  max KL %.2e  at %d:%d  "
                   "max |dlogit| %.3g  top-1 %d/%d = %.2f%% (bar 99.5%%) -> %s",
-                  mode.c_str(), n_positions, weight_types.c_str(), mean_kl, cuda_mean_kl_bar(), max_kl, worst_seq,
+                  mode.c_str(), n_positions, weight_types.c_str(), gpu_layers.empty() ? "" : " -ngl ",
+                  gpu_layers.c_str(), mean_kl, cuda_mean_kl_bar(), max_kl, worst_seq,
                   worst_pos, max_abs_dlogit, top1_agree, n_positions, 100 * top1_rate(), cuda_pass() ? "PASS" : "FAIL");
     return buf;
   }
@@ -163,24 +165,14 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
   co.n_ubatch = o.n_ubatch;
   co.n_threads = o.n_threads;
   co.n_seq_max = n_seq;
-  // Strix's side: the CPU Context, or the CUDA one with -ngl 99
-  std::unique_ptr<Context> cpu_ctx;
-  std::unique_ptr<cuda::CudaContext> gpu_ctx;
-  if (cuda::parse_ngl(o.ngl, hp.n_layer)) {
-    rep.backend = "cuda";
-    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
-  } else {
-    cpu_ctx = std::make_unique<Context>(*model, co);
-  }
+  // Strix's side: the CPU Context, the CUDA one with -ngl 99, or both with a partial count
+  const Offload offload = cuda::parse_ngl(o.ngl, hp.n_layer);
+  if (offload.on_gpu()) rep.backend = "cuda";
+  if (offload.partial()) rep.gpu_layers = std::to_string(offload.n_gpu) + "/" + std::to_string(hp.n_layer + 1);
+  const std::unique_ptr<BatchContext> strix_ctx = make_context(*model, co, offload);
   auto strix_decode = [&](std::span<const int32_t> t, std::span<const int32_t> p, std::span<const int32_t> s,
-                          std::span<const uint8_t> w) {
-    if (gpu_ctx) {
-      gpu_ctx->decode(t, p, s, w);
-    } else {
-      cpu_ctx->decode(t, p, s, w);
-    }
-  };
-  auto strix_logits = [&](int32_t i) { return gpu_ctx ? gpu_ctx->logits(i) : cpu_ctx->logits(i); };
+                          std::span<const uint8_t> w) { strix_ctx->decode(t, p, s, w); };
+  auto strix_logits = [&](int32_t i) { return strix_ctx->logits(i); };
   ref::LlamaContext rctx(rmodel, {.n_ctx = static_cast<uint32_t>(co.n_ctx),
                                   .n_batch = static_cast<uint32_t>(std::max(per_seq * n_seq, 1)),
                                   .n_ubatch = static_cast<uint32_t>(o.n_ubatch),
@@ -265,28 +257,19 @@ GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions&
   ContextOptions co;
   co.n_ctx = n_ctx;
   co.n_threads = o.n_threads;
-  std::unique_ptr<Context> cpu_ctx;
-  std::unique_ptr<cuda::CudaContext> gpu_ctx;
   GreedyReport g;
-  if (cuda::parse_ngl(o.ngl, model->hparams().n_layer)) {
-    gpu_ctx = std::make_unique<cuda::CudaContext>(*model, co);
-    g.backend = "cuda";
-  } else {
-    cpu_ctx = std::make_unique<Context>(*model, co);
-  }
+  const Offload offload = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
+  if (offload.on_gpu()) g.backend = "cuda";
+  const std::unique_ptr<BatchContext> ctx = make_context(*model, co, offload);
   auto argmax = [](std::span<const float> l) {
     return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
   };
   std::vector<int32_t> ref_ids{rm.bos()}, our_ids{rm.bos()};
   rc.decode_seq(ref_ids, 0);
-  if (gpu_ctx) {
-    gpu_ctx->decode_seq(our_ids);
-  } else {
-    cpu_ctx->decode_seq(our_ids);
-  }
+  ctx->decode_seq(our_ids);
   for (int i = 0; i < n_gen; ++i) {
     const int32_t rt = argmax(rc.logits(-1));
-    const int32_t st = argmax(gpu_ctx ? gpu_ctx->logits(-1) : cpu_ctx->logits(-1));
+    const int32_t st = argmax(ctx->logits(-1));
     g.ref.push_back(rt);
     g.ours.push_back(st);
     if (rt != st && g.first_diff < 0) g.first_diff = i;
@@ -294,11 +277,7 @@ GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions&
     our_ids.push_back(st);
     if (i + 1 == n_gen) break;
     rc.decode_seq(std::vector<int32_t>{rt}, static_cast<int32_t>(ref_ids.size() - 1));
-    if (gpu_ctx) {
-      gpu_ctx->decode_seq(std::vector<int32_t>{st});
-    } else {
-      cpu_ctx->decode_seq(std::vector<int32_t>{st});
-    }
+    ctx->decode_seq(std::vector<int32_t>{st});
   }
   g.text = rm.detokenize(ref_ids, true, false);
   return g;

@@ -22,7 +22,9 @@ struct ParityOptions {
   // copy, see write_variant) while libllama loads the original.
   std::string strix_path;
   // -ngl: "0" runs Strix on the CPU (Context); "99" / "all" on the GPU
-  // (cuda::CudaContext, full offload), judged by ParityReport::cuda_pass().
+  // (cuda::CudaContext, full offload); a count in between partially
+  // (HybridContext: the output layer and the last N-1 repeating layers on the
+  // GPU). Any GPU share is judged by ParityReport::cuda_pass().
   std::string ngl = "0";
 };
 
@@ -68,7 +70,8 @@ struct ParityReport {
   // prefill GEMM f16 ones (libllama's CPU path quantizes activations and sums
   // in its own order), so the bar is statistical: top-1 agreement >= 99.5% and
   // mean KL <= 1e-4 when every matmul weight is F32/F16/Q8_0, else <= 1e-3.
-  std::string backend = "cpu";  // "cuda" with -ngl 99
+  std::string backend = "cpu";  // "cuda" with -ngl 99 or a partial count
+  std::string gpu_layers;       // partial offload: e.g. "3/5" (-ngl 3 of a 4-layer model)
   double cuda_mean_kl_bar() const { return kl_bar <= 1e-6 ? 1e-4 : 1e-3; }
   bool cuda_pass() const { return n_positions > 0 && top1_rate() >= 0.995 && mean_kl <= cuda_mean_kl_bar(); }
   // pass() on the CPU, cuda_pass() on the GPU
@@ -91,7 +94,7 @@ struct GreedyReport {
   std::vector<int32_t> ref, ours;  // generated ids (BOS excluded)
   int first_diff = -1;
   std::string text;
-  std::string backend = "cpu";  // "cuda" with -ngl 99
+  std::string backend = "cpu";  // "cuda" with -ngl 99 or a partial count
   bool pass() const { return first_diff < 0 && !ref.empty(); }
 };
 GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions& opts);

@@ -442,16 +442,22 @@ TEST_F(CudaKernels, KvStoreAndCausalAttention) {
   }
 }
 
-TEST(CudaNgl, ParsesFullOffloadAndRefusesPartial) {
-  EXPECT_TRUE(parse_ngl("99", 32));
-  EXPECT_TRUE(parse_ngl("all", 32));
-  EXPECT_TRUE(parse_ngl("33", 32));
-  EXPECT_FALSE(parse_ngl("0", 32));
-  EXPECT_EQ(parse_ngl("auto", 32), available());
-  EXPECT_THROW(parse_ngl("32", 32), Refusal);
-  EXPECT_THROW(parse_ngl("5", 32), Refusal);
+TEST(CudaNgl, ParsesLlamaCppsLayerCount) {
+  EXPECT_TRUE(parse_ngl("99", 32).full());
+  EXPECT_TRUE(parse_ngl("all", 32).full());
+  EXPECT_TRUE(parse_ngl("33", 32).full());
+  EXPECT_EQ(parse_ngl("99", 32).n_gpu, 33);
+  EXPECT_FALSE(parse_ngl("0", 32).on_gpu());
+  EXPECT_EQ(parse_ngl("auto", 32).full(), available());
+  // partial: the output layer and the last N-1 repeating layers
+  EXPECT_TRUE(parse_ngl("32", 32).partial());
+  EXPECT_EQ(parse_ngl("32", 32).first_gpu_layer(), 1);
+  EXPECT_EQ(parse_ngl("5", 32).first_gpu_layer(), 28);
+  EXPECT_EQ(parse_ngl("1", 32).first_gpu_layer(), 32);
   EXPECT_THROW(parse_ngl("x", 32), Error);
   EXPECT_THROW(parse_ngl("-1", 32), Error);
+  EXPECT_THROW(parse_ngl("2.5", 32), Error);
+  EXPECT_THROW(parse_ngl("", 32), Error);
 }
 
 }  // namespace

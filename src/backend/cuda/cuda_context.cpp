@@ -186,20 +186,16 @@ void check_model(const Model& m) {
   }
 }
 
-bool parse_ngl(std::string_view value, int64_t n_layer) {
-  if (value == "all") return true;
-  if (value == "auto") return available();
+Offload parse_ngl(std::string_view value, int64_t n_layer) {
+  if (value == "all") return offload_layers(n_layer + 1, n_layer);
+  if (value == "auto") return offload_layers(available() ? n_layer + 1 : 0, n_layer);
   int64_t n = -1;
   const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
   if (ec != std::errc() || p != value.data() + value.size() || n < 0) {
-    throw Error("-ngl: '" + std::string(value) + "' is not a layer count or 'all'");
+    throw Error("-ngl: '" + std::string(value) + "' is not a layer count (0 .. " + std::to_string(n_layer + 1) +
+                ", more is all), 'all' or 'auto'");
   }
-  if (n == 0) return false;
-  if (n >= n_layer + 1) return true;
-  throw Refusal("-ngl " + std::to_string(n) + ": partial offload (" + std::to_string(n) + " of " +
-                std::to_string(n_layer + 1) +
-                " layers incl. the output) is not implemented yet; use -ngl 99 (all) "
-                "or -ngl 0 (CPU)");
+  return offload_layers(n, n_layer);
 }
 
 GpuInfo gpu_info(bool measure_bandwidth) {
@@ -227,6 +223,11 @@ struct CudaContext::Impl {
 
   const Model& model;
   ContextOptions opts;
+  // partial offload: layers [part.first_layer, n_layer) and the head (0: the whole model)
+  GpuPart part;
+  int64_t first_layer = 0;
+  DevMem hidden_in;                // the CPU's residual stream of a micro-batch [n_ubatch, n_embd]
+  std::vector<float> hidden_host;  // the same on the host
   Device dev;
   DevMem weights;  // every weight, 256-byte aligned
   uint64_t weight_bytes = 0;
@@ -266,7 +267,8 @@ struct CudaContext::Impl {
   // The paged KV cache: the block bookkeeping on the host (no host cells), the
   // cells per layer as [block][32][dim] halves here, and every sequence's
   // block table (max_blocks entries each) uploaded before each forward.
-  std::unique_ptr<KvCache> kvc;
+  std::unique_ptr<KvCache> kvc_own;
+  KvCache* kvc = nullptr;  // kvc_own, or a partial offload's shared bookkeeping (part.kv)
   DevMem kcache, vcache, tables;
   std::vector<int32_t> tables_host, tables_sent;  // tables_sent: what `tables` holds
   int max_blocks = 0;
@@ -348,9 +350,14 @@ struct CudaContext::Impl {
     return {logits.data() + static_cast<size_t>(row) * n_vocab, static_cast<size_t>(n_vocab)};
   }
 
-  Impl(const Model& m, const ContextOptions& o) : model(m), opts(o) {
+  Impl(const Model& m, const ContextOptions& o, GpuPart p = {})
+      : model(m), opts(o), part(std::move(p)), first_layer(part.first_layer) {
     check_model(m);
     const Hparams& hp = m.hparams();
+    if (first_layer < 0 || first_layer > hp.n_layer || (first_layer > 0 && (!part.kv || !part.hidden))) {
+      throw Error("CUDA context: a partial offload needs its first layer (0.." + std::to_string(hp.n_layer) +
+                  "), the shared KV bookkeeping and the CPU's hidden state");
+    }
     if (o.n_ubatch <= 0 || o.n_ctx <= 0 || o.n_seq_max <= 0) throw Error("CUDA context: bad n_ctx/n_ubatch/n_seq_max");
     const int64_t most = attention_max_cells(static_cast<int>(hp.head_dim_k));
     if (o.n_ctx > most && o.n_seq_max == 1) {
@@ -394,12 +401,32 @@ struct CudaContext::Impl {
     check(cudaGraphLaunch(decode_graph, st()), "cudaGraphLaunch");
   }
 
+  // Whether weight w runs here: all of them, or under partial offload those
+  // of layers [first_layer, n_layer), the output norm and head (the token
+  // embedding only when it is also the head) and the model-wide vectors.
+  bool on_gpu(const Weight& w) const {
+    if (first_layer == 0) return true;
+    const std::string_view name = w.name;
+    if (name.starts_with("blk.")) {
+      int64_t il = -1;
+      std::from_chars(name.data() + 4, name.data() + name.size(), il);
+      return il >= first_layer;
+    }
+    if (name == "token_embd.weight") {
+      for (const Weight& o : model.weights()) {
+        if (std::string_view(o.name) == "output.weight") return false;
+      }
+      return true;  // tied: the output head
+    }
+    return true;
+  }
+
   void upload() {
     // one allocation for all weights; tied weights (same mmap data) once
     std::map<const uint8_t*, size_t> offset;
     size_t total = 0;
     for (const Weight& w : model.weights()) {
-      if (offset.count(w.data)) continue;
+      if (offset.count(w.data) || !on_gpu(w)) continue;
       offset[w.data] = total;
       const size_t bytes = w.nb2 ? w.nb2 * static_cast<size_t>(w.ne[2]) : w.nb1 * static_cast<size_t>(w.ne[1]);
       total += (bytes + 255) / 256 * 256;
@@ -408,6 +435,7 @@ struct CudaContext::Impl {
     weight_bytes = total;
     std::vector<std::pair<const uint8_t*, size_t>> sizes;
     for (const Weight& w : model.weights()) {
+      if (!on_gpu(w)) continue;
       const uint8_t* d = weights.as<uint8_t>() + offset.at(w.data);
       if (dev_of.count(w.data)) continue;
       dev_of[w.data] = d;
@@ -434,14 +462,14 @@ struct CudaContext::Impl {
       if (!w) throw Error(model.path() + ": the CUDA forward expected tensor " + n);
       return *w;
     };
-    tok_embd = dw(need("token_embd.weight"));
+    if (first_layer == 0) tok_embd = dw(need("token_embd.weight"));  // partial offload: the CPU looks tokens up
     const Weight* out = get("output.weight");
     output = dw(out ? *out : need("token_embd.weight"));
     output_norm = dv(&need("output_norm.weight"));
     rope_freqs = dv(get("rope_freqs.weight"));
     if (const MoeArch* a = moe_arch(hp.arch)) moe_norm_weights = a->norm_weights;
     layers.resize(hp.n_layer);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
+    for (int64_t il = first_layer; il < hp.n_layer; ++il) {
       const std::string p = "blk." + std::to_string(il) + ".";
       Layer& L = layers[il];
       L.attn_norm = dv(&need(p + "attn_norm.weight"));
@@ -544,14 +572,24 @@ struct CudaContext::Impl {
         moe_pqd = DevMem(sizeof(float) * static_cast<size_t>(ub * dec_w / 32), "the expert row scales");
       }
     }
-    kvc = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
-                                                     .k_dim = hp.k_dim(),
-                                                     .v_dim = hp.v_dim(),
-                                                     .n_cells = opts.n_ctx,
-                                                     .n_seq_max = opts.n_seq_max,
-                                                     .host_storage = false});
+    if (part.kv) {  // partial offload: the CPU context's bookkeeping, the GPU layers' cells here
+      kvc = part.kv;
+      if (kvc->n_seq_max() != opts.n_seq_max || kvc->k_dim() != hp.k_dim() || kvc->v_dim() != hp.v_dim()) {
+        throw Error("CUDA context: the shared KV bookkeeping has other sequences or rows than this context");
+      }
+      hidden_in = f32(hp.n_embd, "the CPU layers' hidden state");
+      hidden_host.assign(static_cast<size_t>(ub * hp.n_embd), 0.0f);
+    } else {
+      kvc_own = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
+                                                           .k_dim = hp.k_dim(),
+                                                           .v_dim = hp.v_dim(),
+                                                           .n_cells = opts.n_ctx,
+                                                           .n_seq_max = opts.n_seq_max,
+                                                           .host_storage = false});
+      kvc = kvc_own.get();
+    }
     kvc->set_block_copier(&Impl::copy_block, this);
-    const size_t cells = static_cast<size_t>(hp.n_layer) * kvc->n_blocks() * kvc->block_size();
+    const size_t cells = static_cast<size_t>(n_kv_layers()) * kvc->n_blocks() * kvc->block_size();
     kcache = DevMem(sizeof(uint16_t) * cells * hp.k_dim(), "the K cache");
     vcache = DevMem(sizeof(uint16_t) * cells * hp.v_dim(), "the V cache");
     max_blocks = static_cast<int>((seq_cap + kvc->block_size() - 1) / kvc->block_size());
@@ -587,11 +625,13 @@ struct CudaContext::Impl {
 
   cudaStream_t st() const { return dev.stream(); }
   float* F(const DevMem& m) const { return m.as<float>(); }
+  int64_t n_kv_layers() const { return model.hparams().n_layer - first_layer; }  // layers whose cells live here
 
   KvLayout kv_layer(int64_t il) const {
     const Hparams& hp = model.hparams();
     const size_t per = static_cast<size_t>(kvc->n_blocks()) * kvc->block_size();
-    KvLayout l{kcache.as<uint16_t>() + il * per * hp.k_dim(), vcache.as<uint16_t>() + il * per * hp.v_dim(), hp.k_dim(),
+    const int64_t at = il - first_layer;  // the GPU's cells start at its first layer
+    KvLayout l{kcache.as<uint16_t>() + at * per * hp.k_dim(), vcache.as<uint16_t>() + at * per * hp.v_dim(), hp.k_dim(),
                hp.v_dim()};
     l.blocks = tables.as<int32_t>();
     l.block_shift = __builtin_ctz(static_cast<unsigned>(kvc->block_size()));
@@ -602,13 +642,14 @@ struct CudaContext::Impl {
   // KvCache's copy-on-write: block `from`'s cells of every layer into `to` (in stream order).
   static void copy_block(void* user, int32_t from, int32_t to) {
     Impl& m = *static_cast<Impl*>(user);
+    if (m.n_kv_layers() == 0) return;  // partial offload of the output layer alone: no cells here
     const Hparams& hp = m.model.hparams();
     const size_t bs = static_cast<size_t>(m.kvc->block_size()), nb = static_cast<size_t>(m.kvc->n_blocks());
     for (const auto& [mem, dim] : {std::pair{&m.kcache, hp.k_dim()}, std::pair{&m.vcache, hp.v_dim()}}) {
       const size_t row = sizeof(uint16_t) * bs * static_cast<size_t>(dim);  // one block of one layer
       uint8_t* base = mem->as<uint8_t>();
       check(cudaMemcpy2DAsync(base + row * to, row * nb, base + row * from, row * nb, row,
-                              static_cast<size_t>(hp.n_layer), cudaMemcpyDeviceToDevice, m.st()),
+                              static_cast<size_t>(m.n_kv_layers()), cudaMemcpyDeviceToDevice, m.st()),
             "copying a KV block");
     }
   }
@@ -623,7 +664,7 @@ struct CudaContext::Impl {
     const int n_rot = static_cast<int>(hp.rope.n_rot);
     std::vector<float> cs(static_cast<size_t>(hp.n_layer) * n_rot);
     bool neox = false;
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
+    for (int64_t il = first_layer; il < hp.n_layer; ++il) {
       const KeyRope kr = model.arch().key_rope(hp, il, seq_cap);
       if (kr.rope == nullptr || kr.rope->n_rot != n_rot) {
         throw Refusal("moving cached cells: this model's layers do not share one RoPE, which the CUDA backend needs");
@@ -640,8 +681,9 @@ struct CudaContext::Impl {
     check(cudaMemcpyAsync(cut_cs.as(), cs.data(), sizeof(float) * cs.size(), cudaMemcpyHostToDevice, st()),
           "uploading the KV shift's cos/sin table");
     kvc->cut_cells(seq, p0, p1, [&](int32_t n) {
+      if (part.move_cells) part.move_cells(seq, p0, p1, n);  // partial offload: the CPU layers' cells
       upload_tables();
-      for (int64_t il = 0; il < hp.n_layer; ++il) {
+      for (int64_t il = first_layer; il < hp.n_layer; ++il) {
         kv_move(kv_layer(il), seq, p0, p1, n, F(cut_cs) + il * n_rot, n_rot, neox, static_cast<int>(hp.head_dim_k),
                 cut_scratch.as<uint16_t>(), st());
       }
@@ -722,7 +764,7 @@ struct CudaContext::Impl {
     if (e && std::string(e) == "0") return;
     size_t bytes = 0;
     for (const Weight& w : model.weights()) {
-      if (w.ne[1] > 1 && w.type != GgmlType::F32) {
+      if (w.ne[1] > 1 && w.type != GgmlType::F32 && on_gpu(w)) {
         bytes += sizeof(uint16_t) * static_cast<size_t>(w.ne[0] * w.ne[1] * std::max<int64_t>(w.ne[2], 1));
       }
     }
@@ -1197,10 +1239,16 @@ struct CudaContext::Impl {
     const Hparams& hp = model.hparams();
     const int64_t d = hp.n_embd;
     if (n > 1) prof.begin(st(), n);
-    get_rows(tok_embd, d_tok, n, F(x), d, st());
+    if (first_layer == 0) {
+      get_rows(tok_embd, d_tok, n, F(x), d, st());
+    } else {  // partial offload: the CPU layers' residual stream (a copy inside the captured decode graph)
+      check(cudaMemcpyAsync(F(x), F(hidden_in), sizeof(float) * d * n, cudaMemcpyDeviceToDevice, st()),
+            "taking the CPU layers' hidden state");
+    }
     mark(Profile::kOther);
-    Act in = norm(nullptr, layers[0].attn_norm, first_attn_weight(0), n);
-    for (int64_t il = 0; il < hp.n_layer; ++il) {
+    const bool any_layer = first_layer < hp.n_layer;  // else the GPU runs the output layer only
+    Act in = any_layer ? norm(nullptr, layers[first_layer].attn_norm, first_attn_weight(first_layer), n) : Act{nullptr, 0};
+    for (int64_t il = first_layer; il < hp.n_layer; ++il) {
       attention_block(il, n, d_pos, d_seq, max_cells, in);
       if (il == hp.n_layer - 1 && n_out < n) {
         if (n_out == 0) return;  // no row of this micro-batch wants logits (its KV is written)
@@ -1215,8 +1263,8 @@ struct CudaContext::Impl {
       ffn_block(il, n, norm(F(cur), layers[il].ffn_norm, first_ffn_weight(il), n));
       if (il + 1 < hp.n_layer) in = norm(F(cur), layers[il + 1].attn_norm, first_attn_weight(il + 1), n);
     }
-    // the last residual add fused with the output norm
-    const Act out = norm(F(cur), output_norm, output, n);
+    // the last residual add fused with the output norm (with no layer here, the CPU added it)
+    const Act out = norm(any_layer ? F(cur) : nullptr, output_norm, output, n);
     matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, out.p, d, n, out);
     cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), st());
     mark(Profile::kOther);
@@ -1265,6 +1313,14 @@ struct CudaContext::Impl {
           out_ids.push_back(i);
         }
       }
+      // partial offload: the CPU's layers of this micro-batch, their hidden state to the GPU
+      int rows = count;
+      if (part.hidden) {
+        rows = part.hidden(first, count, out_ids, hidden_host.data());
+        check(cudaMemcpyAsync(F(hidden_in), hidden_host.data(), sizeof(float) * rows * model.hparams().n_embd,
+                              cudaMemcpyHostToDevice, st()),
+              "uploading the CPU layers' hidden state");
+      }
       const size_t b = sizeof(int32_t) * count;
       check(cudaMemcpyAsync(d_ids, tokens.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading tokens");
       check(cudaMemcpyAsync(d_ids + ub, pos.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading positions");
@@ -1287,8 +1343,8 @@ struct CudaContext::Impl {
       }
       if (use_graphs && count == 1 && out_ids.size() == 1) {
         decode_one(d_ids, ub);
-      } else {
-        forward(count, d_ids, d_ids + ub, d_ids + 2 * ub, d_ids + 3 * ub, static_cast<int>(out_ids.size()), max_cells);
+      } else if (rows > 0) {  // rows < count: the CPU ran every layer and kept the output rows only
+        forward(rows, d_ids, d_ids + ub, d_ids + 2 * ub, d_ids + 3 * ub, static_cast<int>(out_ids.size()), max_cells);
       }
       if (!out_ids.empty()) {
         if (!lazy) {
@@ -1313,6 +1369,8 @@ struct CudaContext::Impl {
 };
 
 CudaContext::CudaContext(const Model& model, const ContextOptions& opts) : impl_(std::make_unique<Impl>(model, opts)) {}
+CudaContext::CudaContext(const Model& model, const ContextOptions& opts, GpuPart part)
+    : impl_(std::make_unique<Impl>(model, opts, std::move(part))) {}
 CudaContext::~CudaContext() = default;
 
 void CudaContext::decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,

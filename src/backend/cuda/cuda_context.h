@@ -1,6 +1,8 @@
 // The CUDA inference context: the Context of src/runtime/context.h (same
 // decode / logits contract) with the model's weights uploaded once to the GPU
-// and the whole forward pass run there (full offload, -ngl 99 / all).
+// and the whole forward pass run there (full offload, -ngl 99 / all), or the
+// last layers and the output head of it (GpuPart: partial offload, driven by
+// runtime/hybrid_context.h).
 //
 //   cuda::check_model(*model);                 // Refusal naming what does not run
 //   cuda::CudaContext ctx(*model, {.n_ctx = 4096});
@@ -23,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,6 +34,7 @@
 #include "models/model.h"
 #include "runtime/batch_context.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 
 namespace strix::cuda {
 
@@ -41,16 +45,41 @@ bool available(std::string* why = nullptr);
 // the CUDA forward does not run.
 void check_model(const Model& model);
 
-// -ngl VALUE: how many layers go to the GPU. Returns true for full offload
-// ("all" or a count >= n_layer + 1, e.g. 99), false for 0 (CPU); "auto" (the
-// CLI's default, as llama.cpp's): true when a GPU is usable, else false. A
-// partial count is refused ("not implemented yet"), a bad value is an Error.
-// Builds without the backend answer false for "0" / "auto" and refuse the rest.
-bool parse_ngl(std::string_view value, int64_t n_layer);
+// -ngl VALUE: how many of the model's n_layer + 1 layers go to the GPU, as
+// llama.cpp counts them (runtime/offload.h): "all" or a count >= n_layer + 1
+// (e.g. 99) is full offload, 0 the CPU, a count in between partial offload
+// (HybridContext); "auto" (the CLI's default, as llama.cpp's): full when a GPU
+// is usable, else none. A bad value (not a count, negative) is an Error.
+// Builds without the backend answer "none" for "0" / "auto" and refuse the rest.
+Offload parse_ngl(std::string_view value, int64_t n_layer);
+
+// Partial offload (runtime/hybrid_context.h): the part of the model a
+// CudaContext runs when the CPU runs the layers before it.
+struct GpuPart {
+  // Repeating layers [first_layer, n_layer) and the output head run here; the
+  // weights of the others (and the token embedding, unless it is also the
+  // output) are not uploaded, and the GPU's KV cells are those of its layers.
+  int64_t first_layer = 0;
+  // The block bookkeeping (block tables, prefix index): the CPU context's
+  // cache, whose host cells are the CPU's layers; this context copies its
+  // cells on copy-on-write (set_block_copier) and reads the tables from it.
+  KvCache* kv = nullptr;
+  // For each micro-batch [first, first + count) of the batch decode() runs:
+  // the residual stream after layer first_layer - 1 into `hidden` ([rows,
+  // n_embd] floats, rows returned: count, or out_ids.size() when first_layer is
+  // n_layer and the output rows were kept), instead of the token embedding.
+  // out_ids: the micro-batch's indices that want logits.
+  std::function<int(size_t first, int count, std::span<const int32_t> out_ids, float* hidden)> hidden;
+  // seq_cut, after the bookkeeping's copies: moves the other side's cells
+  // [p1, p1 + n) to [p0, p0 + n) (Context::move_cells).
+  std::function<void(int seq, int32_t p0, int32_t p1, int32_t n)> move_cells;
+};
 
 class CudaContext final : public BatchContext {
  public:
   CudaContext(const Model& model, const ContextOptions& opts);
+  // Partial offload: the part's layers only (HybridContext drives it).
+  CudaContext(const Model& model, const ContextOptions& opts, GpuPart part);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;

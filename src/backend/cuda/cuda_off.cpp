@@ -21,12 +21,13 @@ bool available(std::string* why) {
 }
 void check_model(const Model&) { refuse(); }
 
-bool parse_ngl(std::string_view value, int64_t) {
-  if (value == "0" || value == "auto") return false;
+Offload parse_ngl(std::string_view value, int64_t n_layer) {
+  if (value == "0" || value == "auto") return offload_layers(0, n_layer);
   refuse();
 }
 
 CudaContext::CudaContext(const Model&, const ContextOptions&) { refuse(); }
+CudaContext::CudaContext(const Model&, const ContextOptions&, GpuPart) { refuse(); }
 CudaContext::~CudaContext() = default;
 void CudaContext::decode(std::span<const int32_t>, std::span<const int32_t>, std::span<const int32_t>,
                          std::span<const uint8_t>) {
