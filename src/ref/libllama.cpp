@@ -815,7 +815,8 @@ int32_t llama_ftype_from_name(const std::string& name) {
   throw Error("the reference libllama knows no llama_ftype named \"" + name + "\" (known: " + known + ")");
 }
 
-void quantize_model(const std::string& in_path, const std::string& out_path, int32_t ftype, int32_t nthreads) {
+void quantize_model(const std::string& in_path, const std::string& out_path, int32_t ftype, int32_t nthreads,
+                    bool allow_requantize) {
   const LibLlama& lib = LibLlama::get();
   if (lib.ftype_name(ftype) == nullptr) {
     throw Error("the reference libllama knows no llama_ftype " + std::to_string(ftype));
@@ -823,6 +824,7 @@ void quantize_model(const std::string& in_path, const std::string& out_path, int
   llama_abi::QuantizeParams params = lib.quantize_default_params();
   params.ftype = ftype;
   params.nthread = nthreads;
+  params.allow_requantize = allow_requantize;
   const uint32_t rc = lib.model_quantize(in_path.c_str(), out_path.c_str(), &params);
   if (rc != 0) {
     throw Error("llama_model_quantize of " + in_path + " to " + lib.ftype_name(ftype) + " failed (" +
@@ -830,9 +832,9 @@ void quantize_model(const std::string& in_path, const std::string& out_path, int
   }
 }
 
-void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype,
-                    int32_t nthreads) {
-  quantize_model(in_path, out_path, llama_ftype_from_name(ftype), nthreads);
+void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype, int32_t nthreads,
+                    bool allow_requantize) {
+  quantize_model(in_path, out_path, llama_ftype_from_name(ftype), nthreads, allow_requantize);
 }
 
 std::vector<std::string> chat_builtin_templates() {

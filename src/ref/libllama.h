@@ -529,8 +529,10 @@ std::optional<std::string> chat_apply_template(const std::string& tmpl,
                                                const std::vector<std::pair<std::string, std::string>>& messages,
                                                bool add_assistant);
 
-void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype,
-                    int32_t nthreads);
-void quantize_model(const std::string& in_path, const std::string& out_path, int32_t ftype, int32_t nthreads);
+// allow_requantize: an already quantized input is accepted (llama-quantize --allow-requantize).
+void quantize_model(const std::string& in_path, const std::string& out_path, const std::string& ftype, int32_t nthreads,
+                    bool allow_requantize = false);
+void quantize_model(const std::string& in_path, const std::string& out_path, int32_t ftype, int32_t nthreads,
+                    bool allow_requantize = false);
 
 }  // namespace strix::ref

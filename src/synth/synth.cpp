@@ -4,12 +4,12 @@
 #include "synth/synth.h"
 
 #include <algorithm>
-
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 #include "gguf/writer.h"
@@ -41,6 +41,9 @@ uint64_t fnv1a(const std::string& s) {
 class Normal {
  public:
   explicit Normal(uint64_t seed) : state_(seed) {}
+  // The stream from its n-th value on (n even: a whole number of pairs);
+  // splitmix64 is a counter, so this is a jump, not a replay.
+  static Normal at(uint64_t seed, uint64_t n) { return Normal(seed + n * 0x9e3779b97f4a7c15ull); }
   float next() {
     if (has_spare_) {
       has_spare_ = false;
@@ -476,15 +479,29 @@ SynthResult synth_write(const SynthOptions& opts) {
     const TypeTraits& tr = type_traits(p.type);
     const int64_t ne0 = p.spec.ne[0];
     const size_t row_bytes = row_size(p.type, ne0);
-    w.add_tensor_fill(p.spec.name, static_cast<uint32_t>(p.type), p.spec.ne,
-                      [&p, &tr, ne0, row_bytes](uint8_t* dst, size_t nbytes) {
-                        Normal rng(p.seed);
-                        std::vector<float> row(static_cast<size_t>(ne0));
-                        for (size_t off = 0; off < nbytes; off += row_bytes) {
-                          for (auto& v : row) v = p.init.mean + p.init.std * rng.next();
-                          tr.from_float_ref(row.data(), dst + off, ne0);
-                        }
-                      });
+    w.add_tensor_fill(
+        p.spec.name, static_cast<uint32_t>(p.type), p.spec.ne, [&p, &tr, ne0, row_bytes](uint8_t* dst, size_t nbytes) {
+          // rows [r0, r1) from the stream's value r0 * ne0 on: the same bytes
+          // as one pass, in parallel on big tensors (ne0 even: rows start on pairs)
+          auto rows = [&](size_t r0, size_t r1) {
+            Normal rng = Normal::at(p.seed, r0 * static_cast<uint64_t>(ne0));
+            std::vector<float> row(static_cast<size_t>(ne0));
+            for (size_t r = r0; r < r1; ++r) {
+              for (auto& v : row) v = p.init.mean + p.init.std * rng.next();
+              tr.from_float_ref(row.data(), dst + r * row_bytes, ne0);
+            }
+          };
+          const size_t n_rows = nbytes / row_bytes;
+          const size_t n_threads = ne0 % 2 != 0 || nbytes < (size_t{1} << 22)
+                                       ? 1
+                                       : std::min<size_t>(n_rows, std::max(1u, std::thread::hardware_concurrency()));
+          std::vector<std::thread> pool;
+          for (size_t t = 1; t < n_threads; ++t) {
+            pool.emplace_back(rows, n_rows * t / n_threads, n_rows * (t + 1) / n_threads);
+          }
+          rows(0, n_rows / n_threads);
+          for (auto& th : pool) th.join();
+        });
   }
   w.write(opts.out);
 

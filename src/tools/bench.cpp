@@ -1,7 +1,5 @@
 #include "tools/bench.h"
 
-#include "core/mmap.h"
-
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -18,19 +16,19 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cuda/cuda_context.h"
-#include "runtime/offload.h"
-#include "core/mmap.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/mmap.h"
 #include "core/source_dir.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache.h"
 #include "models/model.h"
+#include "quant/types.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/ref_threadpool.h"
-
 
 namespace strix {
 
@@ -45,6 +43,18 @@ int64_t bench_cache_cells(int64_t n_seq, int64_t tokens) {
 double bench_mean(const std::vector<double>& v) {
   if (v.empty()) return 0;
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+uint64_t bench_step_bytes(const Model& model) {
+  const Hparams& hp = model.hparams();
+  uint64_t bytes = model.n_bytes();
+  if (hp.n_expert <= 0 || hp.n_expert_used >= hp.n_expert) return bytes;
+  for (const Weight& w : model.weights()) {
+    if (w.ne[2] <= 1 || std::string_view(w.name).find("_exps") == std::string_view::npos) continue;
+    const uint64_t stack = row_size(w.type, w.ne[0]) * static_cast<uint64_t>(w.ne[1] * w.ne[2] * w.ne[3]);
+    bytes -= stack - stack * static_cast<uint64_t>(hp.n_expert_used) / static_cast<uint64_t>(hp.n_expert);
+  }
+  return bytes;
 }
 
 double bench_stdev(const std::vector<double>& v) {
@@ -85,43 +95,80 @@ const char* bench_ftype_name(int64_t ft) {
   // llama_ftype ids and the names llama.cpp prints for them (checked against
   // the pinned libllama's llama_ftype_name in tests/tools/bench_test.cpp).
   switch (ft) {
-    case 0: return "all F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K - Medium";
-    case 11: return "Q3_K - Small";
-    case 12: return "Q3_K - Medium";
-    case 13: return "Q3_K - Large";
-    case 14: return "Q4_K - Small";
-    case 15: return "Q4_K - Medium";
-    case 16: return "Q5_K - Small";
-    case 17: return "Q5_K - Medium";
-    case 18: return "Q6_K";
-    case 19: return "IQ2_XXS - 2.0625 bpw";
-    case 20: return "IQ2_XS - 2.3125 bpw";
-    case 21: return "Q2_K - Small";
-    case 22: return "IQ3_XS - 3.3 bpw";
-    case 23: return "IQ3_XXS - 3.0625 bpw";
-    case 24: return "IQ1_S - 1.5625 bpw";
-    case 25: return "IQ4_NL - 4.5 bpw";
-    case 26: return "IQ3_S - 3.4375 bpw";
-    case 27: return "IQ3_S mix - 3.66 bpw";
-    case 28: return "IQ2_S - 2.5 bpw";
-    case 29: return "IQ2_M - 2.7 bpw";
-    case 30: return "IQ4_XS - 4.25 bpw";
-    case 31: return "IQ1_M - 1.75 bpw";
-    case 32: return "BF16";
-    case 36: return "TQ1_0 - 1.69 bpw ternary";
-    case 37: return "TQ2_0 - 2.06 bpw ternary";
-    case 38: return "MXFP4 MoE";
-    case 39: return "NVFP4";
-    case 40: return "Q1_0";
-    case 41: return "Q2_0";
-    default: return nullptr;
+    case 0:
+      return "all F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 10:
+      return "Q2_K - Medium";
+    case 11:
+      return "Q3_K - Small";
+    case 12:
+      return "Q3_K - Medium";
+    case 13:
+      return "Q3_K - Large";
+    case 14:
+      return "Q4_K - Small";
+    case 15:
+      return "Q4_K - Medium";
+    case 16:
+      return "Q5_K - Small";
+    case 17:
+      return "Q5_K - Medium";
+    case 18:
+      return "Q6_K";
+    case 19:
+      return "IQ2_XXS - 2.0625 bpw";
+    case 20:
+      return "IQ2_XS - 2.3125 bpw";
+    case 21:
+      return "Q2_K - Small";
+    case 22:
+      return "IQ3_XS - 3.3 bpw";
+    case 23:
+      return "IQ3_XXS - 3.0625 bpw";
+    case 24:
+      return "IQ1_S - 1.5625 bpw";
+    case 25:
+      return "IQ4_NL - 4.5 bpw";
+    case 26:
+      return "IQ3_S - 3.4375 bpw";
+    case 27:
+      return "IQ3_S mix - 3.66 bpw";
+    case 28:
+      return "IQ2_S - 2.5 bpw";
+    case 29:
+      return "IQ2_M - 2.7 bpw";
+    case 30:
+      return "IQ4_XS - 4.25 bpw";
+    case 31:
+      return "IQ1_M - 1.75 bpw";
+    case 32:
+      return "BF16";
+    case 36:
+      return "TQ1_0 - 1.69 bpw ternary";
+    case 37:
+      return "TQ2_0 - 2.06 bpw ternary";
+    case 38:
+      return "MXFP4 MoE";
+    case 39:
+      return "NVFP4";
+    case 40:
+      return "Q1_0";
+    case 41:
+      return "Q2_0";
+    default:
+      return nullptr;
   }
 }
 
@@ -164,21 +211,36 @@ int64_t guess_file_type(const GgufFile& f) {
   const uint32_t ggml_type = static_cast<uint32_t>(std::max_element(count.begin(), count.end()) - count.begin());
   // ggml type -> llama_ftype for the common cases
   switch (ggml_type) {
-    case 0: return 0;    // F32
-    case 1: return 1;    // F16
-    case 2: return 2;    // Q4_0
-    case 3: return 3;    // Q4_1
-    case 6: return 8;    // Q5_0
-    case 7: return 9;    // Q5_1
-    case 8: return 7;    // Q8_0
-    case 10: return 10;  // Q2_K
-    case 11: return 12;  // Q3_K -> Q3_K_M
-    case 12: return 15;  // Q4_K -> Q4_K_M
-    case 13: return 17;  // Q5_K -> Q5_K_M
-    case 14: return 18;  // Q6_K
-    case 30: return 32;  // BF16
-    case 39: return 38;  // MXFP4
-    default: return -1;
+    case 0:
+      return 0;  // F32
+    case 1:
+      return 1;  // F16
+    case 2:
+      return 2;  // Q4_0
+    case 3:
+      return 3;  // Q4_1
+    case 6:
+      return 8;  // Q5_0
+    case 7:
+      return 9;  // Q5_1
+    case 8:
+      return 7;  // Q8_0
+    case 10:
+      return 10;  // Q2_K
+    case 11:
+      return 12;  // Q3_K -> Q3_K_M
+    case 12:
+      return 15;  // Q4_K -> Q4_K_M
+    case 13:
+      return 17;  // Q5_K -> Q5_K_M
+    case 14:
+      return 18;  // Q6_K
+    case 30:
+      return 32;  // BF16
+    case 39:
+      return 38;  // MXFP4
+    default:
+      return -1;
   }
 }
 
@@ -198,7 +260,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
 // splitmix64: the token ids of one repetition, identical for both sides.
@@ -331,7 +394,8 @@ void pause_for(double s) {
 std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<void(const BenchResult&)>& on_result) {
   if (o.models.empty()) throw Error("bench: no model (-m FILE)");
   if (o.reps < 1 || o.n_batch < 1 || o.n_ubatch < 1) throw Error("bench: -r, -b and -ub must be >= 1");
-  const int n_threads = o.n_threads > 0 ? o.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n_threads =
+      o.n_threads > 0 ? o.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   if (o.compare && !o.libllama_dir.empty()) {
     // ref::reference_dir() reads it; set before the first LibLlama::get()
     ::setenv("STRIX_LIBLLAMA_DIR", o.libllama_dir.c_str(), 1);
@@ -360,7 +424,8 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
     std::unique_ptr<ref::LlamaModel> rmodel;
     if (o.compare) {
       rmodel = std::make_unique<ref::LlamaModel>(path);
-      if (rmodel->n_vocab() != model->hparams().n_vocab) throw Error("bench: Strix and libllama read different vocabulary sizes");
+      if (rmodel->n_vocab() != model->hparams().n_vocab)
+        throw Error("bench: Strix and libllama read different vocabulary sizes");
     }
 
     // llama-bench's order: per depth, the pp tests then the tg tests
@@ -379,6 +444,7 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
       t.model_path = path;
       t.model_type = bench_model_type(f.architecture(), model->n_params(), ftype, !type_suffix.empty());
       t.model_size = model->n_bytes();
+      t.step_bytes = bench_step_bytes(*model);
       t.model_n_params = model->n_params();
       t.n_threads = n_threads;
       t.n_batch = o.n_batch;
@@ -603,8 +669,9 @@ BenchGpu bench_gpu_info() {
 
 namespace {
 // weight bytes read per second by a tg row, as a fraction of the copy bandwidth
+// (of a mixture of experts, the used experts' share of the expert stacks: bench_step_bytes)
 double tg_fraction(const BenchResult& r, const BenchGpu& gpu) {
-  return gpu.copy_bytes_per_s > 0 ? bench_mean(r.ts()) * static_cast<double>(r.model_size) / gpu.copy_bytes_per_s : 0;
+  return gpu.copy_bytes_per_s > 0 ? bench_mean(r.ts()) * static_cast<double>(r.step_bytes) / gpu.copy_bytes_per_s : 0;
 }
 }  // namespace
 
@@ -616,9 +683,10 @@ std::string bench_gpu_summary(const BenchGpu& gpu, const std::vector<BenchResult
   for (const BenchResult& r : results) {
     if (r.n_gen == 0 || r.n_prompt != 0) continue;
     const double ts = bench_mean(r.ts());
-    std::snprintf(buf, sizeof buf, "  %s %s: %.1f t/s x %.2f GB of weights = %.0f GB/s = %.1f%% of the copy bandwidth\n",
-                  r.model_type.c_str(), r.test_name().c_str(), ts, static_cast<double>(r.model_size) / 1e9,
-                  ts * static_cast<double>(r.model_size) / 1e9, 100 * tg_fraction(r, gpu));
+    std::snprintf(buf, sizeof buf,
+                  "  %s %s: %.1f t/s x %.2f GB of weights = %.0f GB/s = %.1f%% of the copy bandwidth\n",
+                  r.model_type.c_str(), r.test_name().c_str(), ts, static_cast<double>(r.step_bytes) / 1e9,
+                  ts * static_cast<double>(r.step_bytes) / 1e9, 100 * tg_fraction(r, gpu));
     s += buf;
   }
   return s;
@@ -652,8 +720,8 @@ nlohmann::json bench_build_json(const std::string& strix_version) {
   const std::string src = strix::source_dir();
   const std::string commit = first_line_of("git -C '" + src + "' rev-parse HEAD 2>/dev/null");
   // receipts being rewritten in benchmarks/ do not make the measured code dirty
-  const std::string dirty = first_line_of("git -C '" + src +
-                                          "' status --porcelain --untracked-files=no -- . ':!benchmarks' 2>/dev/null");
+  const std::string dirty =
+      first_line_of("git -C '" + src + "' status --porcelain --untracked-files=no -- . ':!benchmarks' 2>/dev/null");
 #ifdef NDEBUG
   const bool asserts = false;
 #else
@@ -670,8 +738,8 @@ nlohmann::json bench_build_json(const std::string& strix_version) {
 
 std::string bench_utc_now() { return utc_now(); }
 
-nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results, const BenchBuildInfo& build,
-                             const BenchGpu* gpu) {
+nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResult>& results,
+                             const BenchBuildInfo& build, const BenchGpu* gpu) {
   using nlohmann::json;
   const json host = bench_host_json(o.compare, gpu);
   const json jbuild = bench_build_json(build.strix_version);
@@ -689,6 +757,7 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
     json row = {{"model_filename", r.model_path},
                 {"model_type", r.model_type},
                 {"model_size", r.model_size},
+                {"step_bytes", r.step_bytes},
                 {"model_n_params", r.model_n_params},
                 {"test", r.test_name()},
                 {"n_prompt", r.n_prompt},
@@ -706,8 +775,8 @@ nlohmann::json bench_receipt(const BenchOptions& o, const std::vector<BenchResul
     }
     rows.push_back(std::move(row));
   }
-  return {{"tool", "strix bench"}, {"command", build.command}, {"time", utc_now()}, {"host", host}, {"build", jbuild}, {"options", jopts},
-          {"results", rows}};
+  return {{"tool", "strix bench"}, {"command", build.command}, {"time", utc_now()}, {"host", host},
+          {"build", jbuild},       {"options", jopts},         {"results", rows}};
 }
 
 }  // namespace strix

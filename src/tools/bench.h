@@ -21,10 +21,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace strix {
 
@@ -52,19 +51,26 @@ struct BenchOptions {
   int mmap = -1;
 };
 
+class Model;
+
+// Bytes one decode step of one token reads: every tensor of the file, but of a mixture of
+// experts' stacks (3-D "_exps" weights) only the n_expert_used of n_expert share.
+uint64_t bench_step_bytes(const Model& model);
+
 // One row of the table.
 struct BenchResult {
   // the model
   std::string model_path = {};
   std::string model_type = {};      // "llama 1B Q4_K - Medium" (arch, size class, file type)
   std::string ref_model_type = {};  // libllama's llama_model_desc (compare only)
-  uint64_t model_size = 0;     // bytes of tensor data
+  uint64_t model_size = 0;          // bytes of tensor data
+  uint64_t step_bytes = 0;          // bytes one decode step reads: all but the unused experts' share
   uint64_t model_n_params = 0;
   // the test
   int n_prompt = 0, n_gen = 0, n_depth = 0;
   int n_threads = 0, n_batch = 0, n_ubatch = 0;
-  std::string backend = "CPU";  // "CUDA" with -ngl 99 or a partial count
-  int n_gpu_layers = 0;         // llama.cpp's count: 0 .. n_layer + 1
+  std::string backend = "CPU";                // "CUDA" with -ngl 99 or a partial count
+  int n_gpu_layers = 0;                       // llama.cpp's count: 0 .. n_layer + 1
   std::vector<uint64_t> samples_ns = {};      // Strix, one per repetition
   std::vector<uint64_t> ref_samples_ns = {};  // libllama (compare only)
 

@@ -187,7 +187,8 @@ TEST_F(CudaKernels, IntegerGemvEqualsCpuVecDot) {
     int64_t ne0, ne1;
     std::vector<int> ns;
   };
-  for (const Shape& sh : {Shape{1024, 67, {1, 3, 8, 13}}, Shape{8192, 37, {1, 2}}, Shape{512, 16411, {1}}})
+  for (const Shape& sh : {Shape{1024, 67, {1, 3, 8, 13}}, Shape{8192, 37, {1, 2}}, Shape{512, 16411, {1}},
+                          Shape{3072, 300, {1, 2, 5}}, Shape{1024, 16411, {1}}})
     for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
       const int64_t ne0 = sh.ne0, ne1 = sh.ne1;
       ASSERT_TRUE(gemv_q_supported(t));

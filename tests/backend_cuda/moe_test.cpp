@@ -84,7 +84,8 @@ TEST_F(CudaMoe, RouteMatchesTheReferenceWithTiesToTheLowerIndex) {
     int ne, k;
     bool norm;
   };
-  for (const Case c : {Case{8, 2, true}, Case{8, 2, false}, Case{128, 8, true}, Case{60, 4, false}, Case{512, 8, true}}) {
+  for (const Case c :
+       {Case{8, 2, true}, Case{8, 2, false}, Case{128, 8, true}, Case{60, 4, false}, Case{512, 8, true}}) {
     SCOPED_TRACE(std::to_string(c.k) + " of " + std::to_string(c.ne) + (c.norm ? " renormalised" : ""));
     const int n = 7;
     std::vector<float> lg = randn(static_cast<size_t>(n) * c.ne, 2.0f);

@@ -4,7 +4,6 @@
 #include "tools/bench.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +11,8 @@
 #include <functional>
 #include <string>
 
+#include "gguf/reader.h"
+#include "models/model.h"
 #include "ref/libllama.h"
 #include "synth/synth.h"
 
@@ -35,9 +36,7 @@ int ftype_mismatches(const std::function<const char*(int64_t)>& name) {
   return bad;
 }
 
-TEST(Bench, ftype_names_match_libllama) {
-  EXPECT_EQ(ftype_mismatches(bench_ftype_name), 0);
-}
+TEST(Bench, ftype_names_match_libllama) { EXPECT_EQ(ftype_mismatches(bench_ftype_name), 0); }
 
 TEST(Bench, ftype_check_catches_a_wrong_name) {
   // negative control: one misspelt entry must be seen
@@ -91,6 +90,40 @@ TEST(Bench, markdown_is_llama_bench_table) {
   EXPECT_EQ(bench_markdown_row(r, o),
             "| llama 1B Q4_K - Medium         | 770.27 MiB |     1.24 B | CPU        |       2 |           pp512 |"
             "        512.00 ± 0.00 |\n");
+}
+
+// The bytes a decode step reads (the tg rows' fraction of the copy bandwidth): a dense model's
+// whole file; of a mixture of experts, the experts' stacks at n_expert_used / n_expert, counted
+// here from the file's own tensor list.
+TEST(Bench, step_bytes_count_only_the_used_experts) {
+  const auto dir = std::filesystem::temp_directory_path() / ("strix-bench-step-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* arch : {"llama", "qwen3moe"}) {
+    SCOPED_TRACE(arch);
+    synth::SynthOptions so;
+    so.arch = arch;
+    so.type = "q8_0";
+    const bool moe = std::string(arch) == "qwen3moe";
+    if (moe) so.n_expert = 8, so.n_expert_used = 2;
+    so.out = (dir / (std::string(arch) + ".gguf")).string();
+    synth::synth_write(so);
+    uint64_t all = 0, experts = 0;
+    const auto file = GgufFile::open(so.out);
+    for (const GgufTensor& t : file->tensors()) {
+      all += t.nbytes;
+      if (t.name.find("_exps") != std::string::npos) experts += t.nbytes;
+    }
+    const auto model = Model::load(so.out);
+    EXPECT_EQ(model->n_bytes(), all);
+    if (!moe) {
+      EXPECT_EQ(experts, 0u);
+      EXPECT_EQ(bench_step_bytes(*model), all);
+    } else {
+      ASSERT_GT(experts, 0u);
+      EXPECT_EQ(bench_step_bytes(*model), all - experts / 4 * 3);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Bench, compare_runs_both_sides_alternating) {

@@ -240,11 +240,11 @@ struct CudaContext::Impl {
   // activations [n_ubatch, width]
   DevMem x, x_alt, normed, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
   DevMem top_dev, top_ids_dev;  // each output row's kTopLogits largest logits and their ids
-  DevMem ff_ab;     // gate | up rows of the merged prefill GEMM [n_ubatch, 2 n_ff]
-  DevMem ids;       // tokens, pos, seq, out_ids: 4 x n_ubatch int32
-  DevMem xr;        // activations rounded to a weight's partner type (round_activations)
-  DevMem xq, xqd;   // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
-  DevMem w16, x16;  // GEMM scratch: one dequantized weight, activations in f16
+  DevMem ff_ab;                 // gate | up rows of the merged prefill GEMM [n_ubatch, 2 n_ff]
+  DevMem ids;                   // tokens, pos, seq, out_ids: 4 x n_ubatch int32
+  DevMem xr;                    // activations rounded to a weight's partner type (round_activations)
+  DevMem xq, xqd;               // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
+  DevMem w16, x16;              // GEMM scratch: one dequantized weight, activations in f16
   // The MoE FFN's scratch (moe_block), with P = n_ubatch * n_expert_used (token, slot) pairs:
   // router logits [ub, n_expert], moe_ids / moe_w [P] (per pair: expert, weight), moe_map [2 P]
   // (prefill: token of each grouped row | grouped row of each pair), moe_xg [P, n_embd] (prefill:
@@ -970,10 +970,21 @@ struct CudaContext::Impl {
       q = F(qkv), kk = F(k), vv = F(v);
       qs = qd, ks = kd, vs = vd;
     }
+    // the q/k norms in place, before RoPE (and so before the fused decode attention, which
+    // starts with RoPE: H200 run 23, qwen3moe tg128 @ d4096 was 13.5 t/s without it)
+    if (L.q_norm && L.qk_norm_full) {  // graph::QkNorm::kFull
+      rms_norm(q, n, qd, qs, q, qs, L.q_norm, hp.norm_eps, st());
+      rms_norm(kk, n, kd, ks, kk, ks, L.k_norm, hp.norm_eps, st());
+      mark(Profile::kNorm);
+    } else if (L.q_norm) {
+      rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
+      rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
+      mark(Profile::kNorm);
+    }
     const KvLayout kv = kv_layer(il);
     // one token, or one token of each of several sequences: RoPE, KV store, attention and the
     // o-projection's quantizer in one kernel (H200, run 9: 1B tg128 982 vs 928 t/s with the three kernels)
-    if ((n == 1 || fused_batch) && !L.q_norm &&
+    if ((n == 1 || fused_batch) &&
         attention_decode_fits(static_cast<int>(hp.n_head), static_cast<int>(hp.n_head_kv),
                               static_cast<int>(hp.head_dim_k), static_cast<int>(hp.head_dim_v), max_cells, max_split,
                               min_chunk, n)) {
@@ -1004,15 +1015,6 @@ struct CudaContext::Impl {
         matmul(L.wo, F(att), att_w, n, F(cur), d, L.bo);
       }
       return;
-    }
-    if (L.q_norm && L.qk_norm_full) {  // graph::QkNorm::kFull
-      rms_norm(q, n, qd, qs, q, qs, L.q_norm, hp.norm_eps, st());
-      rms_norm(kk, n, kd, ks, kk, ks, L.k_norm, hp.norm_eps, st());
-      mark(Profile::kNorm);
-    } else if (L.q_norm) {
-      rms_norm(q, static_cast<int64_t>(n) * hp.n_head, hd, hd, q, hd, L.q_norm, hp.norm_eps, st());
-      rms_norm(kk, static_cast<int64_t>(n) * hp.n_head_kv, hd, hd, kk, hd, L.k_norm, hp.norm_eps, st());
-      mark(Profile::kNorm);
     }
     rope_kv_store(q, qs, kk, ks, vv, vs, n, hp.n_head, hp.n_head_kv, hd, d_pos, d_seq, hp.rope, rope_freqs, kv, st());
     mark(Profile::kRopeKv);
@@ -1143,8 +1145,8 @@ struct CudaContext::Impl {
       const int cnt = offsets[x + 1] - offsets[x];
       if (cnt == 0) continue;
       const DevWeight g = L.gate_exps.slice(x), u = L.up_exps.slice(x), dn = L.down_exps.slice(x);
-      if (!moe_gemm_on && cnt > kGemvMaxTokens && expert_gemv_q(g, u, dn, F(moe_xg) + offsets[x] * d, cnt,
-                                                                  F(moe_y) + offsets[x] * d)) {
+      if (!moe_gemm_on && cnt > kGemvMaxTokens &&
+          expert_gemv_q(g, u, dn, F(moe_xg) + offsets[x] * d, cnt, F(moe_y) + offsets[x] * d)) {
         continue;
       }
       gated_ffn(g, u, dn, Act{F(moe_xg) + offsets[x] * d, d}, cnt, F(moe_y) + offsets[x] * d, d);
@@ -1177,7 +1179,9 @@ struct CudaContext::Impl {
     const int k = static_cast<int>(hp.n_expert_used), np = n * k;
     const int32_t* ids = moe_ids.as<int32_t>();
     const DevExperts &G = L.gate_exps, &U = L.up_exps, &D = L.down_exps;
-    auto integer = [](const DevExperts& e) { return gemv_q_supported(e.w.type) && e.w.ne0 % gemv_q_block(e.w.type) == 0; };
+    auto integer = [](const DevExperts& e) {
+      return gemv_q_supported(e.w.type) && e.w.ne0 % gemv_q_block(e.w.type) == 0;
+    };
     if (integer(G) && integer(U) && act_class(G.w.type) == act_class(U.w.type)) {  // gate and up in one launch
       const int8_t* q = in.q;
       const float* qd = in.d;
@@ -1247,7 +1251,8 @@ struct CudaContext::Impl {
     }
     mark(Profile::kOther);
     const bool any_layer = first_layer < hp.n_layer;  // else the GPU runs the output layer only
-    Act in = any_layer ? norm(nullptr, layers[first_layer].attn_norm, first_attn_weight(first_layer), n) : Act{nullptr, 0};
+    Act in =
+        any_layer ? norm(nullptr, layers[first_layer].attn_norm, first_attn_weight(first_layer), n) : Act{nullptr, 0};
     for (int64_t il = first_layer; il < hp.n_layer; ++il) {
       attention_block(il, n, d_pos, d_seq, max_cells, in);
       if (il == hp.n_layer - 1 && n_out < n) {

@@ -38,6 +38,7 @@ struct Segs {
   Seg s[kMaxSegs];
   int count;
   bool prefetch;  // with programmatic dependent launch: the rows into L2 before griddep_wait
+  bool q6_stage;  // Q6_K rows of whole 4-block steps through shared memory (row_loop_q6k_staged)
 };
 
 // R rows per warp, S warps per row (the row's blocks interleaved between
@@ -77,9 +78,16 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
       case GgmlType::Q4_K:
         row_loop<BQ4_K, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part, acc);
         break;
-      default:
-        row_loop<BQ6_K, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part, acc);
+      default: {
+        const int nblk = static_cast<int>(width / 256);
+        if (segs.q6_stage && nblk % 4 == 0 && (reinterpret_cast<uintptr_t>(sg.w) & 7) == 0) {
+          __shared__ uint2 stage[kGemvWarps][R * kQ6StageWords];
+          row_loop_q6k_staged<C, R, S>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc, stage[warp]);
+        } else {
+          row_loop<BQ6_K, C, R, S>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc);
+        }
         break;
+      }
     }
   }
   if constexpr (S == 1) {
@@ -118,6 +126,15 @@ bool gemv_plain() {
   return plain;
 }
 
+// STRIX_CUDA_Q6_STAGE=0: Q6_K rows read lane by lane (row_loop), for A/B runs.
+bool q6_stage() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIX_CUDA_Q6_STAGE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 }  // namespace
 
 bool gemv_q_supported(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K; }
@@ -130,6 +147,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   Segs segs{};
   segs.count = count;
   segs.prefetch = pdl_prefetch();
+  segs.q6_stage = q6_stage();
   for (int i = 0; i < count; ++i) {
     const DevWeight& w = *outs[i].w;
     if (!gemv_q_supported(w.type)) refuse_type(w.type);

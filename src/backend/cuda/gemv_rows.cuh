@@ -188,6 +188,58 @@ __device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, size_t
   }
 }
 
+// Q6_K rows staged through shared memory (H200: the per-lane loads of
+// row_loop<BQ6_K> are 14 scattered 1- to 4-byte loads per block part, which
+// kept the Q6_K GEMV L1-bound at 1.9 TB/s): a warp step's 4 blocks (840
+// bytes a row) are read by 105 coalesced 8-byte loads spread over the lanes,
+// the next step's loads issued before this step's products, and each lane
+// takes its block part from `stage` (per warp, R rows of 106 words). Needs
+// rows of a multiple of 4 blocks (8-byte aligned steps).
+constexpr int kQ6StageWords = 106;  // 840 bytes and the third word load8_2aligned may touch
+template <int C, int R, int S>
+__device__ __forceinline__ void row_loop_q6k_staged(const uint8_t* __restrict__ row, size_t nb1, int nrows, int nblk,
+                                                    const int8_t* __restrict__ aq, const float* __restrict__ ad,
+                                                    int64_t width, int lane, int part, float (&acc)[R][C],
+                                                    uint2* stage) {
+  constexpr int kStep = 4, kWords = 105;  // 4 blocks of 210 bytes
+  const int sub = lane % 8, local = lane / 8;
+  uint2 v[R][4];
+  auto fetch = [&](int b0) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const uint2* src = reinterpret_cast<const uint2*>(row + i * nb1 + static_cast<size_t>(b0) * 210);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int w = lane + 32 * j;
+        v[i][j] = i < nrows && w < kWords ? src[w] : make_uint2(0u, 0u);
+      }
+    }
+  };
+  int b0 = part * kStep;
+  if (b0 < nblk) fetch(b0);
+  for (; b0 < nblk; b0 += kStep * S) {
+    __syncwarp();  // the last step's reads of stage are done
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int w = lane + 32 * j;
+        if (w < kWords) stage[i * kQ6StageWords + w] = v[i][j];
+      }
+    }
+    __syncwarp();
+    if (b0 + kStep * S < nblk) fetch(b0 + kStep * S);
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (i < nrows) {
+        BQ6_K::Regs r;
+        BQ6_K::load(reinterpret_cast<const uint8_t*>(stage + i * kQ6StageWords), local, sub, r);
+        BQ6_K::template dot<C>(b0 + local, sub, r, aq, ad, width, acc[i]);
+      }
+    }
+  }
+}
+
 // The float GEMV's row product: acc[c] += dot(row, x[c]) over ne0 elements
 // (x rows xs floats apart, 8-byte aligned), lanes over parts of Q::kPart
 // elements; the caller reduces acc over the warp.

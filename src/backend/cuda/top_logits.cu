@@ -9,70 +9,110 @@ namespace strix::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 1024;
+constexpr int kLoads = 8;  // loads in flight per thread (each a strided element of the row)
 constexpr int kK = kTopLogits;
+constexpr int kWarps = kThreads / 32;
+static_assert(kWarps <= 32, "the block's warps merge in one warp");
 
 // (a, ia) ranks before (b, ib): larger value, or the same value and a lower id.
 __device__ __forceinline__ bool before(float a, int32_t ia, float b, int32_t ib) {
   return a > b || (a == b && ia < ib);
 }
 
-// One block per row: each thread keeps the kK best of its strided share
-// (sorted, in registers), then warp 0 takes the kK best of all of them.
-__global__ void __launch_bounds__(kThreads)
-    top_logits_kernel(const float* __restrict__ logits, int64_t n_vocab, float* __restrict__ top,
-                      int32_t* __restrict__ ids) {
-  __shared__ float sv[kThreads * kK];
-  __shared__ int32_t si[kThreads * kK];
+// Inserts (x, i) into the sorted list (v, id) if it ranks in it (static indices only: registers).
+__device__ __forceinline__ void insert(float (&v)[kK], int32_t (&id)[kK], float x, int32_t i) {
+  if (!before(x, i, v[kK - 1], id[kK - 1])) return;
+#pragma unroll
+  for (int j = 0; j < kK; ++j) {
+    if (before(x, i, v[j], id[j])) {
+      const float tv = v[j];
+      const int32_t ti = id[j];
+      v[j] = x, id[j] = i;
+      x = tv, i = ti;
+    }
+  }
+}
+
+// The kK best of the warp's lists (each lane's sorted): kK rounds of a warp-wide best of the
+// lanes' heads, the winning lane dropping its head. Ids are unique, so one lane wins a round
+// (padding entries (-inf, INT32_MAX) may tie; they are padding either way). Out in every lane.
+__device__ __forceinline__ void warp_top(float (&v)[kK], int32_t (&id)[kK], float (&ov)[kK], int32_t (&oi)[kK]) {
+#pragma unroll
+  for (int k = 0; k < kK; ++k) {
+    float bv = v[0];
+    int32_t bi = id[0];
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      const float xv = __shfl_xor_sync(0xffffffffu, bv, o);
+      const int32_t xi = __shfl_xor_sync(0xffffffffu, bi, o);
+      if (before(xv, xi, bv, bi)) bv = xv, bi = xi;
+    }
+    ov[k] = bv, oi[k] = bi;
+    if (v[0] == bv && id[0] == bi) {
+#pragma unroll
+      for (int j = 0; j + 1 < kK; ++j) v[j] = v[j + 1], id[j] = id[j + 1];
+      v[kK - 1] = -INFINITY, id[kK - 1] = INT32_MAX;
+    }
+  }
+}
+
+// One block of 1,024 threads per row. Each thread keeps the kK best of its strided share,
+// reading kLoads elements per round with every load issued before the first is used (H200
+// run 25: one 256-thread block with one load in flight per thread took ~0.2-0.3 ms a row,
+// the decode step's largest kernel); each warp merges its lanes' lists, then warp 0 the warps'.
+__global__ void __launch_bounds__(kThreads) top_logits_kernel(const float* __restrict__ logits, int64_t n_vocab,
+                                                              float* __restrict__ top, int32_t* __restrict__ ids) {
+  __shared__ float sv[kWarps][kK];
+  __shared__ int32_t si[kWarps][kK];
   const float* row = logits + static_cast<int64_t>(blockIdx.x) * n_vocab;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   float v[kK];
   int32_t id[kK];
 #pragma unroll
   for (int j = 0; j < kK; ++j) v[j] = -INFINITY, id[j] = INT32_MAX;
   int bad = 0;
-  for (int64_t i = threadIdx.x; i < n_vocab; i += kThreads) {
-    const float x = row[i];
-    bad |= isnan(x) || x == INFINITY;
-    if (!before(x, static_cast<int32_t>(i), v[kK - 1], id[kK - 1])) continue;
-    // insert, keeping the list sorted (static indices only: registers)
-    float cv = x;
-    int32_t ci = static_cast<int32_t>(i);
+  for (int64_t base = tid; base < n_vocab; base += static_cast<int64_t>(kLoads) * kThreads) {
+    float x[kLoads];
 #pragma unroll
-    for (int j = 0; j < kK; ++j) {
-      if (before(cv, ci, v[j], id[j])) {
-        const float tv = v[j];
-        const int32_t ti = id[j];
-        v[j] = cv, id[j] = ci;
-        cv = tv, ci = ti;
-      }
+    for (int j = 0; j < kLoads; ++j) {
+      const int64_t i = base + static_cast<int64_t>(j) * kThreads;
+      x[j] = i < n_vocab ? row[i] : -INFINITY;
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int64_t i = base + static_cast<int64_t>(j) * kThreads;
+      if (i >= n_vocab) continue;
+      bad |= isnan(x[j]) || x[j] == INFINITY;
+      insert(v, id, x[j], static_cast<int32_t>(i));
     }
   }
-#pragma unroll
-  for (int j = 0; j < kK; ++j) sv[threadIdx.x * kK + j] = v[j], si[threadIdx.x * kK + j] = id[j];
   bad = __syncthreads_or(bad);
-  if (threadIdx.x >= 32) return;
-  const int lane = static_cast<int>(threadIdx.x);
-  constexpr int kPer = kThreads * kK / 32;
-  for (int k = 0; k < kK; ++k) {
-    float bv = -INFINITY;
-    int32_t bi = INT32_MAX;
-    int bj = -1;
-    for (int j = lane * kPer; j < (lane + 1) * kPer; ++j) {
-      if (before(sv[j], si[j], bv, bi)) bv = sv[j], bi = si[j], bj = j;
-    }
+  float ov[kK];
+  int32_t oi[kK];
+  warp_top(v, id, ov, oi);
+  if (lane == 0) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) {
-      const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-      const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-      const int oj = __shfl_xor_sync(0xffffffffu, bj, o);
-      if (before(ov, oi, bv, bi)) bv = ov, bi = oi, bj = oj;
+    for (int k = 0; k < kK; ++k) sv[warp][k] = ov[k], si[warp][k] = oi[k];
+  }
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int k = 0; k < kK; ++k) {
+    v[k] = lane < kWarps ? sv[lane][k] : -INFINITY;
+    id[k] = lane < kWarps ? si[lane][k] : INT32_MAX;
+  }
+  warp_top(v, id, ov, oi);
+  if (lane < kK) {
+    // lane k writes slot k (static indices: a select chain over the unrolled list)
+    float tv = ov[0];
+    int32_t ti = oi[0];
+#pragma unroll
+    for (int k = 1; k < kK; ++k) {
+      if (lane == k) tv = ov[k], ti = oi[k];
     }
-    if (lane == 0) {
-      top[blockIdx.x * kK + k] = bv;
-      ids[blockIdx.x * kK + k] = bad ? -1 : bi;
-      if (bj >= 0) sv[bj] = -INFINITY, si[bj] = INT32_MAX;  // taken
-    }
-    __syncwarp();
+    top[blockIdx.x * kK + lane] = tv;
+    ids[blockIdx.x * kK + lane] = bad ? -1 : ti;
   }
 }
 
