@@ -1,10 +1,13 @@
-// The server's engine on the CUDA context (its paged KV cache on the GPU, the
-// block bookkeeping on the host), on stories260K: every reply equals libllama's
-// greedy tokens (CPU) for its prompt, with
+// The server's engine on the GPU, on stories260K, at -ngl 99 (CudaContext: its
+// paged KV cache on the GPU, the block bookkeeping on the host) and at a partial
+// -ngl 3 and 1 (HybridContext: one bookkeeping for the CPU's and the GPU's
+// cells; stories260K has 5 layers, so layers 3..4 + the output layer, then the
+// output layer alone): every reply equals libllama's greedy tokens (CPU) for its
+// prompt, with
 //   - four different prompts decoded at once;
 //   - a prompt sent again: its whole blocks come from the prefix cache;
 //   - three identical prompts at once: computed once, the shared last block
-//     copied on the GPU by whichever writes it first (KvCache's copier);
+//     copied (on both sides when split) by whichever writes it first;
 //   - 150 tokens in a 64-cell context with the context shift (kv_move on the
 //     GPU), against libllama running llama-server's loop; controls: the
 //     runner-up once, and no shift.
@@ -21,10 +24,12 @@
 #include <vector>
 
 #include "backend/cuda/cuda_context.h"
+#include "backend_cuda/test_models.h"
 #include "common/engine_harness.h"
 #include "core/source_dir.h"
 #include "models/model.h"
 #include "ref/libllama.h"
+#include "runtime/offload.h"
 #include "server/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,12 +41,10 @@ using server::GenEvent;
 using server::GenRequest;
 using server::GenStream;
 
-std::string stories() {
-  const char* env = std::getenv("STRIX_STORIES");
-  return env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
-}
+using test::stories;
 
-class CudaEngine : public ::testing::Test {
+// The parameter is the -ngl count.
+class CudaEngine : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
     std::string why;
@@ -55,8 +58,10 @@ class CudaEngine : public ::testing::Test {
   void start(int64_t n_ctx, int n_parallel, bool shift) {
     if (engine_) engine_->stop();
     engine_.reset();
-    ctx_ = std::make_unique<CudaContext>(*model_,
-                                         ContextOptions{.n_ctx = n_ctx, .n_ubatch = 512, .n_seq_max = n_parallel});
+    const Offload off = offload_layers(GetParam(), model_->hparams().n_layer);
+    ASSERT_EQ(off.partial(), GetParam() < 99);
+    ctx_ = make_context(*model_,
+                        ContextOptions{.n_ctx = n_ctx, .n_ubatch = 512, .n_threads = 2, .n_seq_max = n_parallel}, off);
     engine_ = std::make_unique<Engine>(*ctx_, *tk_, Engine::Options{.n_parallel = n_parallel, .ctx_shift = shift});
   }
   void TearDown() override {
@@ -74,11 +79,11 @@ class CudaEngine : public ::testing::Test {
   std::unique_ptr<Model> model_;
   std::unique_ptr<tok::Tokenizer> tk_;
   std::unique_ptr<ref::LlamaModel> ref_;
-  std::unique_ptr<CudaContext> ctx_;
+  std::unique_ptr<BatchContext> ctx_;
   std::unique_ptr<Engine> engine_;
 };
 
-TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
+TEST_P(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
   constexpr int kN = 48;
   const std::vector<std::string> texts = {
       "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.",
@@ -104,7 +109,7 @@ TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
   EXPECT_EQ(text2, want0);
   EXPECT_NE(text2, ref_greedy(prompts[0], kN, /*swap_at=*/3));  // the comparison's negative control
 
-  // three identical new prompts at once: one prefill, the shared partial block copied on the GPU
+  // three identical new prompts at once: one prefill, the shared partial block copied (both sides when split)
   const std::vector<int32_t> p3 = ref_->tokenize("A little dog found a red ball in the garden and", true, true);
   std::vector<GenRequest> same;
   for (int i = 0; i < 3; ++i) same.push_back(request(p3, kN));
@@ -120,7 +125,7 @@ TEST_F(CudaEngine, ConcurrentRequestsAndThePrefixCacheGiveLibllamasTokens) {
   EXPECT_EQ(ctx_->kv().n_used_blocks(), 0);
 }
 
-TEST_F(CudaEngine, ContextShiftGivesLibllamasTokens) {
+TEST_P(CudaEngine, ContextShiftGivesLibllamasTokens) {
   constexpr int kCtx = 64, kGen = 150;
   start(kCtx, 1, true);
   const std::vector<int32_t> prompt =
@@ -135,6 +140,8 @@ TEST_F(CudaEngine, ContextShiftGivesLibllamasTokens) {
   EXPECT_NE(text, ref_greedy(prompt, kGen, 120, kCtx, 5));
   EXPECT_NE(text, ref_greedy(prompt, kGen));
 }
+
+INSTANTIATE_TEST_SUITE_P(Ngl, CudaEngine, ::testing::Values(99, 3, 1));
 
 }  // namespace
 }  // namespace strix::cuda

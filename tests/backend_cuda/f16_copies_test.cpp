@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_context.h"
+#include "backend_cuda/test_models.h"
 #include "core/source_dir.h"
 #include "models/model.h"
 #include "synth/synth.h"
@@ -39,11 +40,7 @@ std::vector<float> prefill(const Model& m, const char* keep, const std::vector<i
   return out;
 }
 
-// stories260K's vocabulary keeps the model small: $STRIX_STORIES on a device machine, else ../shared/data.
-std::string stories() {
-  const char* env = std::getenv("STRIX_STORIES");
-  return env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
-}
+using test::stories;
 
 TEST(CudaF16Copies, KeptCopiesGiveTheLogitsOfDequantizingEveryForward) {
   std::string why;

@@ -30,6 +30,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/kernels.h"
 #include "backend_cuda/cuda_fixture.h"
+#include "backend_cuda/test_models.h"
 #include "core/error.h"
 #include "core/source_dir.h"
 #include "models/model.h"
@@ -257,40 +258,19 @@ TEST_F(CudaMoe, WeightedSumAddsTheSlotsInOrderBitForBit) {
 // ---- models ------------------------------------------------------------------
 
 std::string dir() {
-  static const std::string d = [] {
-    const auto p = std::filesystem::temp_directory_path() / ("strix-cuda-moe-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-    return p.string();
-  }();
+  static const std::string d = test::temp_dir("moe");
   return d;
 }
-
-std::string stories() {
-  const char* env = std::getenv("STRIX_STORIES");
-  return env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
-}
+using test::stories;
 
 // arch at 4 layers, 256 wide, 8 heads, 8 experts of 512 (2 used); "q4_k_m" is libllama's quantizer
 std::string model(const std::string& arch, const std::string& type, uint64_t seed = 1) {
-  const std::string path = dir() + "/" + arch + "-" + type + "-" + std::to_string(seed) + ".gguf";
-  if (std::filesystem::exists(path)) return path;
-  synth::SynthOptions o;
-  o.arch = arch;
-  o.n_layer = 4;
-  o.n_embd = 256;
-  o.n_head = 8;
+  synth::SynthOptions o = test::small_shape(arch, seed);
   o.n_head_kv = arch == "olmoe" ? 8 : 4;  // olmoe's k norm spans n_embd
-  o.head_dim = 32;
   o.n_ff = 512;
   o.n_expert = 8;
   o.n_expert_used = 2;
-  o.seed = seed;
-  if (std::filesystem::exists(stories())) o.vocab = stories();
-  o.type = type == "q4_k_m" ? "f16" : type;
-  o.out = type == "q4_k_m" ? path + ".f16" : path;
-  synth::synth_write(o);
-  if (type == "q4_k_m") ref::quantize_model(o.out, path, "Q4_K_M", 2);
-  return path;
+  return test::synth_once(dir(), arch + "-" + type + "-" + std::to_string(seed), o, type);
 }
 
 class CudaMoeParity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
@@ -305,11 +285,7 @@ TEST_P(CudaMoeParity, MeetsTheCudaBarInEveryMode) {
   const auto& [arch, type] = GetParam();
   const std::string path = model(arch, type);
   for (const char* mode : {"prefill", "decode", "mixed"}) {
-    ParityOptions o;
-    o.n_tokens = 64;
-    o.mode = mode;
-    o.ngl = "99";
-    const ParityReport r = run_parity(path, o);
+    const ParityReport r = test::gpu_parity(path, mode, 64);
     std::printf("  %s %s: %s\n", arch.c_str(), type.c_str(), r.summary().c_str());
     EXPECT_TRUE(r.cuda_pass()) << r.summary();
   }
@@ -328,12 +304,8 @@ class CudaMoeControl : public CudaMoeParity {};
 
 // Strix runs other weights (seed 2) than libllama (seed 1): must fail.
 TEST_F(CudaMoeControl, OtherWeightsFail) {
-  ParityOptions o;
-  o.n_tokens = 32;
-  o.mode = "decode";
-  o.ngl = "99";
-  o.strix_path = model("qwen3moe", "q8_0", 2);
-  const ParityReport r = run_parity(model("qwen3moe", "q8_0", 1), o);
+  const ParityReport r =
+      test::gpu_parity(model("qwen3moe", "q8_0", 1), "decode", 32, "99", model("qwen3moe", "q8_0", 2));
   EXPECT_FALSE(r.cuda_pass()) << r.summary();
 }
 
@@ -343,12 +315,7 @@ TEST_F(CudaMoeControl, ExpertsUsedChangedFails) {
   const std::string variant = dir() + "/qwen3moe-f16-used1.gguf";
   write_variant(path, variant, {.set_u32 = {{"qwen3moe.expert_used_count", 1}}});
   for (const char* mode : {"prefill", "decode"}) {
-    ParityOptions o;
-    o.n_tokens = 32;
-    o.mode = mode;
-    o.ngl = "99";
-    o.strix_path = variant;
-    const ParityReport r = run_parity(path, o);
+    const ParityReport r = test::gpu_parity(path, mode, 32, "99", variant);
     EXPECT_FALSE(r.cuda_pass()) << mode << ": " << r.summary();
   }
 }

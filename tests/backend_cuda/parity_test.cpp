@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_context.h"
+#include "backend_cuda/test_models.h"
 #include "core/source_dir.h"
 #include "ref/libllama.h"
 #include "synth/synth.h"
@@ -22,40 +23,14 @@ namespace strix::cuda {
 namespace {
 
 std::string dir() {
-  static const std::string d = [] {
-    const auto p = std::filesystem::temp_directory_path() / ("strix-cuda-parity-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(p);
-    return p.string();
-  }();
+  static const std::string d = test::temp_dir("parity");
   return d;
 }
-
-// stories260K (its vocabulary makes the synthetic models small): $STRIX_STORIES on a
-// device machine where ../shared does not travel, else ../shared/data.
-std::string stories() {
-  const char* env = std::getenv("STRIX_STORIES");
-  return env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
-}
+using test::stories;
 
 // arch at 4 layers, 256 wide, 8 heads (4 KV), stories260K's vocabulary when present; "q4_k_m" is libllama's quantizer
 std::string model(const std::string& arch, const std::string& type, uint64_t seed = 1) {
-  const std::string path = dir() + "/" + arch + "-" + type + "-" + std::to_string(seed) + ".gguf";
-  if (std::filesystem::exists(path)) return path;
-  synth::SynthOptions o;
-  o.arch = arch;
-  o.n_layer = 4;
-  o.n_embd = 256;
-  o.n_head = 8;
-  o.n_head_kv = 4;
-  o.head_dim = 32;
-  o.n_ff = 768;
-  o.seed = seed;
-  if (std::filesystem::exists(stories())) o.vocab = stories();
-  o.type = type == "q4_k_m" ? "f16" : type;
-  o.out = type == "q4_k_m" ? path + ".f16" : path;
-  synth::synth_write(o);
-  if (type == "q4_k_m") ref::quantize_model(o.out, path, "Q4_K_M", 2);
-  return path;
+  return test::synth_once(dir(), arch + "-" + type + "-" + std::to_string(seed), test::small_shape(arch, seed), type);
 }
 
 class CudaParity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
@@ -70,11 +45,7 @@ TEST_P(CudaParity, MeetsTheCudaBarInEveryMode) {
   const auto& [arch, type] = GetParam();
   const std::string path = model(arch, type);
   for (const char* mode : {"prefill", "decode", "mixed"}) {
-    ParityOptions o;
-    o.n_tokens = 64;
-    o.mode = mode;
-    o.ngl = "99";
-    const ParityReport r = run_parity(path, o);
+    const ParityReport r = test::gpu_parity(path, mode, 64);
     std::printf("  %s %s: %s\n", arch.c_str(), type.c_str(), r.summary().c_str());
     EXPECT_TRUE(r.cuda_pass()) << r.summary();
   }
@@ -88,12 +59,7 @@ class CudaParityControl : public CudaParity {};
 
 // Strix runs other weights (seed 2) than libllama (seed 1): must fail.
 TEST_F(CudaParityControl, OtherWeightsFail) {
-  ParityOptions o;
-  o.n_tokens = 32;
-  o.mode = "decode";
-  o.ngl = "99";
-  o.strix_path = model("llama", "q8_0", 2);
-  const ParityReport r = run_parity(model("llama", "q8_0", 1), o);
+  const ParityReport r = test::gpu_parity(model("llama", "q8_0", 1), "decode", 32, "99", model("llama", "q8_0", 2));
   EXPECT_FALSE(r.cuda_pass()) << r.summary();
 }
 
@@ -102,12 +68,7 @@ TEST_F(CudaParityControl, NormEpsilonChangedFails) {
   const std::string path = model("llama", "f16");
   const std::string variant = dir() + "/llama-f16-eps.gguf";
   write_variant(path, variant, {.set_f32 = {{"llama.attention.layer_norm_rms_epsilon", 1e-1}}});
-  ParityOptions o;
-  o.n_tokens = 32;
-  o.mode = "prefill";
-  o.ngl = "99";
-  o.strix_path = variant;
-  const ParityReport r = run_parity(path, o);
+  const ParityReport r = test::gpu_parity(path, "prefill", 32, "99", variant);
   EXPECT_FALSE(r.cuda_pass()) << r.summary();
 }
 

@@ -10,16 +10,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "backend_cuda/cuda_fixture.h"
+#include "backend_cuda/test_models.h"
 #include "core/error.h"
-
-#include <cstdlib>
-#include <filesystem>
-#include <string>
-
 #include "core/source_dir.h"
 #include "models/model.h"
 
@@ -79,8 +78,7 @@ TEST_F(CudaTopLogits, EqualsAPartialSortOnTheCpu) {
 }
 
 TEST_F(CudaTopLogits, ContextRowsAgreeWithTheirTopLists) {
-  const char* env = std::getenv("STRIX_STORIES");  // a device machine, where ../shared does not travel
-  const std::string path = env && *env ? env : std::string(STRIX_SOURCE_DIR) + "/../shared/data/stories260K.gguf";
+  const std::string path = test::stories();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is absent";
   auto model = Model::load(path);
   CudaContext ctx(*model, {.n_ctx = 256, .n_seq_max = 2});
