@@ -283,6 +283,21 @@ TEST_F(CudaKernels, DequantF16AndGetRowsEqualTheReferenceDequantizer) {
   }
 }
 
+// An allocation the GPU cannot hold says how much, what is free, and what to lower.
+TEST_F(CudaKernels, OutOfMemoryIsExplained) {
+  try {
+    DevMem m(size_t{1} << 50, "a test buffer");
+    FAIL() << "a 1 PiB allocation succeeded";
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("CUDA out of memory: a test buffer needs 1073741824 MiB, the GPU has "), std::string::npos) << w;
+    EXPECT_NE(w.find("-ngl N"), std::string::npos) << w;
+    EXPECT_NE(w.find("-c"), std::string::npos) << w;
+  }
+  DevMem ok(1024, "a small buffer after the failure");  // the error did not stick
+  EXPECT_NE(ok.as(), nullptr);
+}
+
 TEST_F(CudaKernels, UnsupportedTypeIsRefusedByName) {
   const DevWeight dw{GgmlType::IQ2_XXS, 256, 4, 66, nullptr};
   try {

@@ -25,12 +25,11 @@ DevMem::DevMem(size_t bytes, const char* what) : bytes_(bytes) {
     cudaGetLastError();  // clear the sticky-free error state
     size_t free_b = 0, total_b = 0;
     cudaMemGetInfo(&free_b, &total_b);
-    constexpr double kMiB = 1024.0 * 1024.0;
-    throw Error("CUDA out of memory: " + std::string(what) + " needs " + std::to_string(bytes / kMiB) +
-                " MiB, the GPU has " + std::to_string(free_b / kMiB) + " MiB free of " +
-                std::to_string(total_b / kMiB) +
-                " MiB (lower the context -c or the micro-batch -ub, or use a smaller "
-                "model / quantization)");
+    auto mib = [](size_t b) { return std::to_string((b + (size_t{1} << 20) - 1) >> 20); };
+    throw Error("CUDA out of memory: " + std::string(what) + " needs " + mib(bytes) + " MiB, the GPU has " +
+                mib(free_b) + " MiB free of " + mib(total_b) +
+                " MiB (offload fewer layers with -ngl N, lower the context -c or the micro-batch -ub, "
+                "or use a smaller model / quantization)");
   }
   p_ = e == cudaSuccess ? p_ : nullptr;
   check(e, what);
