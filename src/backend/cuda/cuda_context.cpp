@@ -302,6 +302,9 @@ struct CudaContext::Impl {
   // STRIX_CUDA_BATCH_DECODE=0 keeps rope_kv_store + attention() for it.
   static constexpr int kFusedMaxTokens = 512;
   bool fused_on = true;
+  // Each forward's top_logits (device greedy); STRIX_CUDA_TOP_LOGITS=0 leaves it out (A/B of its
+  // cost: top_logits() is then empty and a greedy sampler reads the whole row, as before it).
+  bool top_on = true;
   bool fused_batch = false;  // this micro-batch takes the batched attention_decode
   std::vector<uint8_t> seq_seen;
   Profile prof;
@@ -376,6 +379,8 @@ struct CudaContext::Impl {
     fa_on = !(fa && std::string(fa) == "0");
     const char* bd = std::getenv("STRIX_CUDA_BATCH_DECODE");
     fused_on = !(bd && std::string(bd) == "0");
+    const char* tl = std::getenv("STRIX_CUDA_TOP_LOGITS");
+    top_on = !(tl && std::string(tl) == "0");
     seq_seen.assign(static_cast<size_t>(o.n_seq_max), 0);
   }
   ~Impl() {
@@ -1271,8 +1276,10 @@ struct CudaContext::Impl {
     // the last residual add fused with the output norm (with no layer here, the CPU added it)
     const Act out = norm(any_layer ? F(cur) : nullptr, output_norm, output, n);
     matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, out.p, d, n, out);
-    cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), st());
-    mark(Profile::kOther);
+    if (top_on) {
+      cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), st());
+      mark(Profile::kOther);
+    }
   }
 
   void decode(std::span<const int32_t> tokens, std::span<const int32_t> pos, std::span<const int32_t> seq,
@@ -1358,11 +1365,13 @@ struct CudaContext::Impl {
                 "downloading logits");
         }
         const size_t tb = out_ids.size() * kTopLogits, at = static_cast<size_t>(first_out) * kTopLogits;
-        check(cudaMemcpyAsync(top_host.data() + at, F(top_dev), sizeof(float) * tb, cudaMemcpyDeviceToHost, st()),
-              "downloading the largest logits");
-        check(cudaMemcpyAsync(top_ids_host.data() + at, top_ids_dev.as<int32_t>(), sizeof(int32_t) * tb,
-                              cudaMemcpyDeviceToHost, st()),
-              "downloading the largest logits");
+        if (top_on) {
+          check(cudaMemcpyAsync(top_host.data() + at, F(top_dev), sizeof(float) * tb, cudaMemcpyDeviceToHost, st()),
+                "downloading the largest logits");
+          check(cudaMemcpyAsync(top_ids_host.data() + at, top_ids_dev.as<int32_t>(), sizeof(int32_t) * tb,
+                                cudaMemcpyDeviceToHost, st()),
+                "downloading the largest logits");
+        }
       }
       // the host vectors above (out_ids, the batch spans, the tables) must outlive the copies
       dev.sync("the CUDA forward pass");
@@ -1387,6 +1396,7 @@ std::span<const float> CudaContext::logits(int32_t i) const { return impl_->logi
 
 BatchContext::TopLogits CudaContext::top_logits(int32_t i) const {
   const size_t at = static_cast<size_t>(impl_->output_row(i)) * kTopLogits;
+  if (!impl_->top_on) return {};
   if (impl_->top_ids_host[at] < 0) return {};  // a NaN or +inf in the row
   return {{impl_->top_host.data() + at, static_cast<size_t>(kTopLogits)},
           {impl_->top_ids_host.data() + at, static_cast<size_t>(kTopLogits)}};
