@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 
 namespace strix::cli {
 
@@ -88,12 +87,7 @@ Generator::Stop Generator::generate(int32_t n_predict, const std::vector<std::st
     if (!flush()) return Stop::kContextFull;
     if (take_interrupt()) return Stop::kInterrupted;
     const auto t0 = Clock::now();
-    // greedy: from the largest logits when the backend found them (no copy of the row)
-    std::optional<int32_t> quick;
-    if (const BatchContext::TopLogits top = ctx_.top_logits(-1); !top.id.empty()) {
-      quick = sampler_.pick_greedy(top.logit, top.id);
-    }
-    const int32_t tok = quick ? *quick : sampler_.sample(ctx_.logits(-1));
+    const int32_t tok = sampler_.sample(ctx_, -1);
     sampler_.accept(tok);
     perf_.t_sample_ms += ms_since(t0);
     perf_.n_sample += 1;

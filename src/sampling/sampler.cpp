@@ -245,6 +245,13 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
   for (const auto& [token, bias] : params.logit_bias) s.check_token(token);
   for (int32_t t : params.suppress_tokens) s.check_token(t);
   std::vector<std::pair<int32_t, float>> biases = biases_of(params, vocab);
+  // pick_greedy(): only bans among the biases keep the chain's answer the largest allowed logit
+  s.greedy = greedy_chain(params);
+  for (const auto& [token, bias] : biases) {
+    if (bias != -INFINITY) s.greedy = false;
+    s.banned.push_back(token);
+  }
+  std::sort(s.banned.begin(), s.banned.end());
   if (!biases.empty()) s.chain.push_back(make_logit_bias(s.n_vocab, std::move(biases)));
 
   // size_t min_keep from int32, sign-extended as libllama receives it.
@@ -326,14 +333,7 @@ Sampler::Sampler(const Params& params, const tok::Tokenizer& tokenizer, int32_t 
     s.prime_budget(params.generation_prompt);
   }
 
-  s.greedy = greedy_chain(params) && !s.matcher && !s.budget;
-  if (s.greedy) {
-    for (const auto& [token, bias] : biases_of(params, vocab)) {
-      if (bias != -INFINITY) s.greedy = false;
-      s.banned.push_back(token);
-    }
-    std::sort(s.banned.begin(), s.banned.end());
-  }
+  s.greedy = s.greedy && !s.matcher && !s.budget;
 
   s.cur.resize(static_cast<size_t>(s.n_vocab));
   if (params.n_probs > 0) s.top.reserve(static_cast<size_t>(params.n_probs));
@@ -358,6 +358,13 @@ std::optional<int32_t> Sampler::pick_greedy(std::span<const float> top, std::spa
   // every later listed one is banned; the unseen are at most the last listed
   if (top.back() < best) return ids[j];
   return std::nullopt;
+}
+
+int32_t Sampler::sample(const BatchContext& ctx, int32_t i) {
+  if (const BatchContext::TopLogits top = ctx.top_logits(i); !top.id.empty()) {
+    if (const std::optional<int32_t> tok = pick_greedy(top.logit, top.id)) return *tok;
+  }
+  return sample(ctx.logits(i));
 }
 
 int32_t Sampler::sample(std::span<const float> logits) {

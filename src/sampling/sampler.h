@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/batch_context.h"
+
 namespace strix::tok {
 class Tokenizer;
 }
@@ -123,6 +125,10 @@ class Sampler {
   // show that it is smaller: nullopt, and sample() decides from the row.
   // Leaves the history alone, as sample() does.
   std::optional<int32_t> pick_greedy(std::span<const float> top, std::span<const int32_t> ids) const;
+  // sample() of batch index i of ctx's last decode: a greedy sampler decides
+  // from the backend's largest logits when it found them (pick_greedy; the CUDA
+  // context does, on the device), so the row is not copied; else from the row.
+  int32_t sample(const BatchContext& ctx, int32_t i);
   // Appends the emitted token to the history (penalties, DRY, grammar). Throws
   // strix::Error for an id outside the vocabulary or one the grammar forbids.
   // accept_grammar = false: history only (common_sampler_accept's flag; the

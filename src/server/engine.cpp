@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -576,15 +575,10 @@ void Engine::sample(Slot& s) {
     return;
   }
   try {
-    // a greedy request takes its token from the row's largest logits when the
-    // backend found them (the CUDA context, on the device): no copy of the row
-    std::optional<int32_t> quick;
-    if (s.req.n_probs == 0) {
-      const BatchContext::TopLogits top = ctx_.top_logits(s.row);
-      if (!top.id.empty()) quick = s.req.sampler->pick_greedy(top.logit, top.id);
-    }
-    const std::span<const float> logits = quick ? std::span<const float>() : ctx_.logits(s.row);
-    const int32_t tok = quick ? *quick : s.req.sampler->sample(logits);
+    // the row itself only when probabilities are reported; else the sampler may
+    // decide from the backend's largest logits (no copy of the row)
+    const std::span<const float> logits = s.req.n_probs > 0 ? ctx_.logits(s.row) : std::span<const float>();
+    const int32_t tok = s.req.n_probs > 0 ? s.req.sampler->sample(logits) : s.req.sampler->sample(ctx_, s.row);
     s.req.sampler->accept(tok);
     ++s.n_gen;
     {

@@ -94,82 +94,48 @@ std::string BenchResult::test_name() const {
 const char* bench_ftype_name(int64_t ft) {
   // llama_ftype ids and the names llama.cpp prints for them (checked against
   // the pinned libllama's llama_ftype_name in tests/tools/bench_test.cpp).
+  // one line per id
+  // clang-format off
   switch (ft) {
-    case 0:
-      return "all F32";
-    case 1:
-      return "F16";
-    case 2:
-      return "Q4_0";
-    case 3:
-      return "Q4_1";
-    case 7:
-      return "Q8_0";
-    case 8:
-      return "Q5_0";
-    case 9:
-      return "Q5_1";
-    case 10:
-      return "Q2_K - Medium";
-    case 11:
-      return "Q3_K - Small";
-    case 12:
-      return "Q3_K - Medium";
-    case 13:
-      return "Q3_K - Large";
-    case 14:
-      return "Q4_K - Small";
-    case 15:
-      return "Q4_K - Medium";
-    case 16:
-      return "Q5_K - Small";
-    case 17:
-      return "Q5_K - Medium";
-    case 18:
-      return "Q6_K";
-    case 19:
-      return "IQ2_XXS - 2.0625 bpw";
-    case 20:
-      return "IQ2_XS - 2.3125 bpw";
-    case 21:
-      return "Q2_K - Small";
-    case 22:
-      return "IQ3_XS - 3.3 bpw";
-    case 23:
-      return "IQ3_XXS - 3.0625 bpw";
-    case 24:
-      return "IQ1_S - 1.5625 bpw";
-    case 25:
-      return "IQ4_NL - 4.5 bpw";
-    case 26:
-      return "IQ3_S - 3.4375 bpw";
-    case 27:
-      return "IQ3_S mix - 3.66 bpw";
-    case 28:
-      return "IQ2_S - 2.5 bpw";
-    case 29:
-      return "IQ2_M - 2.7 bpw";
-    case 30:
-      return "IQ4_XS - 4.25 bpw";
-    case 31:
-      return "IQ1_M - 1.75 bpw";
-    case 32:
-      return "BF16";
-    case 36:
-      return "TQ1_0 - 1.69 bpw ternary";
-    case 37:
-      return "TQ2_0 - 2.06 bpw ternary";
-    case 38:
-      return "MXFP4 MoE";
-    case 39:
-      return "NVFP4";
-    case 40:
-      return "Q1_0";
-    case 41:
-      return "Q2_0";
-    default:
-      return nullptr;
+    case 0: return "all F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K - Medium";
+    case 11: return "Q3_K - Small";
+    case 12: return "Q3_K - Medium";
+    case 13: return "Q3_K - Large";
+    case 14: return "Q4_K - Small";
+    case 15: return "Q4_K - Medium";
+    case 16: return "Q5_K - Small";
+    case 17: return "Q5_K - Medium";
+    case 18: return "Q6_K";
+    case 19: return "IQ2_XXS - 2.0625 bpw";
+    case 20: return "IQ2_XS - 2.3125 bpw";
+    case 21: return "Q2_K - Small";
+    case 22: return "IQ3_XS - 3.3 bpw";
+    case 23: return "IQ3_XXS - 3.0625 bpw";
+    case 24: return "IQ1_S - 1.5625 bpw";
+    case 25: return "IQ4_NL - 4.5 bpw";
+    case 26: return "IQ3_S - 3.4375 bpw";
+    case 27: return "IQ3_S mix - 3.66 bpw";
+    case 28: return "IQ2_S - 2.5 bpw";
+    case 29: return "IQ2_M - 2.7 bpw";
+    case 30: return "IQ4_XS - 4.25 bpw";
+    case 31: return "IQ1_M - 1.75 bpw";
+    case 32: return "BF16";
+    case 36: return "TQ1_0 - 1.69 bpw ternary";
+    case 37: return "TQ2_0 - 2.06 bpw ternary";
+    case 38: return "MXFP4 MoE";
+    case 39: return "NVFP4";
+    case 40: return "Q1_0";
+    case 41: return "Q2_0";
+    default: return nullptr;
   }
+  // clang-format on
 }
 
 namespace {
@@ -210,38 +176,26 @@ int64_t guess_file_type(const GgufFile& f) {
   }
   const uint32_t ggml_type = static_cast<uint32_t>(std::max_element(count.begin(), count.end()) - count.begin());
   // ggml type -> llama_ftype for the common cases
+  // one line per id
+  // clang-format off
   switch (ggml_type) {
-    case 0:
-      return 0;  // F32
-    case 1:
-      return 1;  // F16
-    case 2:
-      return 2;  // Q4_0
-    case 3:
-      return 3;  // Q4_1
-    case 6:
-      return 8;  // Q5_0
-    case 7:
-      return 9;  // Q5_1
-    case 8:
-      return 7;  // Q8_0
-    case 10:
-      return 10;  // Q2_K
-    case 11:
-      return 12;  // Q3_K -> Q3_K_M
-    case 12:
-      return 15;  // Q4_K -> Q4_K_M
-    case 13:
-      return 17;  // Q5_K -> Q5_K_M
-    case 14:
-      return 18;  // Q6_K
-    case 30:
-      return 32;  // BF16
-    case 39:
-      return 38;  // MXFP4
-    default:
-      return -1;
+    case 0: return 0;    // F32
+    case 1: return 1;    // F16
+    case 2: return 2;    // Q4_0
+    case 3: return 3;    // Q4_1
+    case 6: return 8;    // Q5_0
+    case 7: return 9;    // Q5_1
+    case 8: return 7;    // Q8_0
+    case 10: return 10;  // Q2_K
+    case 11: return 12;  // Q3_K -> Q3_K_M
+    case 12: return 15;  // Q4_K -> Q4_K_M
+    case 13: return 17;  // Q5_K -> Q5_K_M
+    case 14: return 18;  // Q6_K
+    case 30: return 32;  // BF16
+    case 39: return 38;  // MXFP4
+    default: return -1;
   }
+  // clang-format on
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ class CudaFixture : public ::testing::Test {
     check(cudaMemset(m.as(), 0xff, bytes), "poison");
     return m;
   }
+  // a poisoned (NaN) output buffer of n floats
+  DevMem poisoned_floats(size_t n) { return poisoned_bytes(sizeof(float) * n); }
   template <class T>
   std::vector<T> down(const DevMem& m, size_t n) {
     dev_->sync("test kernel");

@@ -28,8 +28,6 @@ namespace {
 class CudaKernels : public CudaFixture {
  protected:
   CudaKernels() : CudaFixture(12345) {}
-  // a poisoned (NaN) output buffer of n floats
-  DevMem poisoned(size_t n) { return poisoned_bytes(sizeof(float) * n); }
 };
 
 // A random matrix quantized to `t` (through src/quant's reference quantizer) and its dequantized values.
@@ -93,7 +91,7 @@ TEST_F(CudaKernels, GemvMatchesDoubleReferenceForEveryType) {
     for (int n : {1, 3, 8, 13}) {
       const std::vector<float> x = randn(n * ne0);
       DevMem dx = up(x);
-      DevMem y = poisoned(n * ne1);
+      DevMem y = poisoned_floats(n * ne1);
       gemv(dw, dx.as<float>(), ne0, n, y.as<float>(), ne1, st());
       const auto got = down<float>(y, n * ne1);
       for (int c = 0; c < n; ++c) {
@@ -120,7 +118,7 @@ TEST_F(CudaKernels, GemvNarrowF32F16Rows) {
     const DevWeight dw{t, ne0, ne1, m.nb1, w.as<uint8_t>()};
     const std::vector<float> x = randn(2 * ne0);
     DevMem dx = up(x);
-    DevMem y = poisoned(2 * ne1);
+    DevMem y = poisoned_floats(2 * ne1);
     gemv(dw, dx.as<float>(), ne0, 2, y.as<float>(), ne1, st());
     const auto got = down<float>(y, 2 * ne1);
     for (int c = 0; c < 2; ++c) {
@@ -162,7 +160,7 @@ TEST_F(CudaKernels, RoundActivationsEqualsTheCpuPartnerQuantizer) {
                                                    : GgmlType::Q8_K;
     const std::vector<float> expect = cpu_round(vdt, x), wrong = cpu_round(other, x);
     DevMem dx = up(x);
-    DevMem out = poisoned(n * width);
+    DevMem out = poisoned_floats(n * width);
     ASSERT_TRUE(round_activations(t, dx.as<float>(), width, n, width, out.as<float>(), width, st()));
     const auto got = down<float>(out, n * width);
     int64_t differ_from_other = 0;
@@ -211,7 +209,7 @@ TEST_F(CudaKernels, IntegerGemvEqualsCpuVecDot) {
         }
         DevMem dx = up(x);
         DevMem q(static_cast<size_t>(n * ne0), "q");
-        DevMem d = poisoned(n * ne0 / blk);
+        DevMem d = poisoned_floats(n * ne0 / blk);
         check(cudaMemset(q.as(), 0x7f, static_cast<size_t>(n * ne0)), "poison q");
         quantize_act(t, dx.as<float>(), ne0, n, ne0, q.as<int8_t>(), d.as<float>(), st());
         const auto gq = down<int8_t>(q, n * ne0);
@@ -220,7 +218,7 @@ TEST_F(CudaKernels, IntegerGemvEqualsCpuVecDot) {
           ASSERT_EQ(gd[i / blk] * static_cast<float>(gq[i]), act_f[i])
               << type_name(static_cast<uint32_t>(t)) << " activation " << i << " x " << x[i];
         }
-        DevMem y = poisoned(n * ne1);
+        DevMem y = poisoned_floats(n * ne1);
         gemv_q(dw, q.as<int8_t>(), d.as<float>(), n, y.as<float>(), ne1, st());
         const auto got = down<float>(y, n * ne1);
         int wrong_column_misses = 0;
@@ -272,7 +270,7 @@ TEST_F(CudaKernels, DequantF16AndGetRowsEqualTheReferenceDequantizer) {
     }
     const std::vector<int32_t> ids = {3, 0, 8, 3};
     DevMem di = up(ids);
-    DevMem out = poisoned(ids.size() * ne0);
+    DevMem out = poisoned_floats(ids.size() * ne0);
     get_rows(dw, di.as<int32_t>(), static_cast<int>(ids.size()), out.as<float>(), ne0, st());
     const auto rows = down<float>(out, ids.size() * ne0);
     for (size_t k = 0; k < ids.size(); ++k) {
@@ -334,7 +332,7 @@ TEST_F(CudaKernels, RmsNormAddRmsNormSwigluAdd) {
     return in[t * dim + i] / std::sqrt(ss / dim + eps) * w[i];
   };
   DevMem dx = up(x), dy = up(y), dw = up(w);
-  DevMem out = poisoned(n * dim);
+  DevMem out = poisoned_floats(n * dim);
   rms_norm(dx.as<float>(), n, dim, dim, out.as<float>(), dim, dw.as<float>(), eps, st());
   auto got = down<float>(out, n * dim);
   for (int t = 0; t < n; ++t)
@@ -342,7 +340,7 @@ TEST_F(CudaKernels, RmsNormAddRmsNormSwigluAdd) {
 
   std::vector<float> sum(n * dim);
   for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + y[i];
-  DevMem out2 = poisoned(n * dim);
+  DevMem out2 = poisoned_floats(n * dim);
   add_rms_norm(dx.as<float>(), dy.as<float>(), out2.as<float>(), n, dim, dw.as<float>(), eps, st());
   got = down<float>(out2, n * dim);
   const auto xs = down<float>(dx, n * dim);
@@ -350,7 +348,7 @@ TEST_F(CudaKernels, RmsNormAddRmsNormSwigluAdd) {
   for (int t = 0; t < n; ++t)
     for (int64_t i = 0; i < dim; ++i) ASSERT_NEAR(got[t * dim + i], ref_norm(sum, t, i), 1e-5);
 
-  DevMem out3 = poisoned(n * dim);
+  DevMem out3 = poisoned_floats(n * dim);
   swiglu(dy.as<float>(), dim, dw.as<float>(), 0, out3.as<float>(), dim, n, dim, st());
   got = down<float>(out3, n * dim);
   for (int t = 0; t < n; ++t) {
@@ -359,7 +357,7 @@ TEST_F(CudaKernels, RmsNormAddRmsNormSwigluAdd) {
       ASSERT_NEAR(got[t * dim + i], g / (1 + std::exp(-g)) * w[i], 1e-5 * (1 + std::fabs(g * w[i])));
     }
   }
-  DevMem out4 = poisoned(n * dim);
+  DevMem out4 = poisoned_floats(n * dim);
   add(dx.as<float>(), dy.as<float>(), out4.as<float>(), n, dim, st());
   got = down<float>(out4, n * dim);
   for (size_t i = 0; i < sum.size(); ++i) ASSERT_EQ(got[i], sum[i] + y[i]);
@@ -415,7 +413,7 @@ TEST_F(CudaKernels, KvStoreAndCausalAttention) {
   DevMem dk = up(k), dv = up(v), dq = up(q), dp = up(pos), ds = up(seq);
   const KvLayout kv{kc.as<uint16_t>(), vc.as<uint16_t>(), kd, kd, cap};
   kv_store(kv, dk.as<float>(), kd, dv.as<float>(), kd, n, dp.as<int32_t>(), ds.as<int32_t>(), st());
-  DevMem out = poisoned(n * n_head * hd);
+  DevMem out = poisoned_floats(n * n_head * hd);
   AttnArgs a;
   a.q = dq.as<float>();
   a.q_stride = n_head * hd;

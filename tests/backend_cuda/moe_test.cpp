@@ -46,7 +46,6 @@ namespace {
 class CudaMoe : public CudaFixture {
  protected:
   CudaMoe() : CudaFixture(777) {}
-  DevMem poisoned(size_t n) { return poisoned_bytes(sizeof(float) * n); }
 };
 
 // ---- router ----------------------------------------------------------------
@@ -94,7 +93,7 @@ TEST_F(CudaMoe, RouteMatchesTheReferenceWithTiesToTheLowerIndex) {
     for (int i : {c.ne - 1, 3, c.ne / 2}) lg[5 * c.ne + i] = 20.0f;
     for (int i = 0; i < c.ne; ++i) lg[6 * c.ne + i] = 0.5f;
     DevMem dl = up(lg);
-    DevMem ids = poisoned_bytes(sizeof(int32_t) * n * c.k), w = poisoned(n * c.k);
+    DevMem ids = poisoned_bytes(sizeof(int32_t) * n * c.k), w = poisoned_floats(n * c.k);
     moe_route(dl.as<float>(), c.ne, n, c.ne, c.k, c.norm, 0.0f, ids.as<int32_t>(), w.as<float>(), st());
     const auto gi = down<int32_t>(ids, n * c.k);
     const auto gw = down<float>(w, n * c.k);
@@ -177,10 +176,10 @@ TEST_F(CudaMoe, IndirectIntegerGemvReadsTheExpertIdOnTheDevice) {
       const int rows = np / act_div;
       const std::vector<float> x = randn(static_cast<size_t>(rows * ne0));
       DevMem dx = up(x);
-      DevMem q = poisoned_bytes(static_cast<size_t>(rows * ne0)), d = poisoned(rows * ne0 / blk);
+      DevMem q = poisoned_bytes(static_cast<size_t>(rows * ne0)), d = poisoned_floats(rows * ne0 / blk);
       quantize_act(t, dx.as<float>(), ne0, rows, ne0, q.as<int8_t>(), d.as<float>(), st());
       const auto act = dequant_act(down<int8_t>(q, rows * ne0), down<float>(d, rows * ne0 / blk), blk);
-      DevMem ya = poisoned(np * ne1), yb = poisoned(np * ne1);
+      DevMem ya = poisoned_floats(np * ne1), yb = poisoned_floats(np * ne1);
       const GemvIdOut outs[2] = {{&ea, ya.as<float>(), ne1}, {&eb, yb.as<float>(), ne1}};
       gemv_q_id(outs, 2, did.as<int32_t>(), np, act_div, q.as<int8_t>(), d.as<float>(), st());
       const auto ga = down<float>(ya, np * ne1), gb = down<float>(yb, np * ne1);
@@ -195,7 +194,7 @@ TEST_F(CudaMoe, IndirectIntegerGemvReadsTheExpertIdOnTheDevice) {
       std::vector<int32_t> wrong = ids;
       wrong[0] = 2;
       DevMem dwrong = up(wrong);
-      DevMem yw = poisoned(np * ne1);
+      DevMem yw = poisoned_floats(np * ne1);
       const GemvIdOut ow{&ea, yw.as<float>(), ne1};
       gemv_q_id(&ow, 1, dwrong.as<int32_t>(), np, act_div, q.as<int8_t>(), d.as<float>(), st());
       const auto gw = down<float>(yw, np * ne1);
@@ -219,7 +218,7 @@ TEST_F(CudaMoe, IndirectFloatGemvMatchesTheReference) {
     const DevExperts e{{t, ne0, ne1, s.nb1, w.as<uint8_t>()}, s.nb2, ne};
     for (int act_div : {k, 1}) {
       const std::vector<float> x = randn(static_cast<size_t>(np / act_div * ne0));
-      DevMem dx = up(x), y = poisoned(np * ne1);
+      DevMem dx = up(x), y = poisoned_floats(np * ne1);
       gemv_id(e, did.as<int32_t>(), np, act_div, dx.as<float>(), ne0, y.as<float>(), ne1, st());
       const auto got = down<float>(y, np * ne1);
       std::vector<double> ref, mag;
@@ -237,7 +236,7 @@ TEST_F(CudaMoe, WeightedSumAddsTheSlotsInOrderBitForBit) {
   for (int p = 0; p < np; ++p) pos[p] = (p * 7) % np;  // 7 and 20 coprime: a permutation
   DevMem dy = up(y), dw = up(w), dpos = up(pos);
   for (bool grouped : {false, true}) {
-    DevMem out = poisoned(n * width);
+    DevMem out = poisoned_floats(n * width);
     moe_weighted_sum(dy.as<float>(), width, grouped ? dpos.as<int32_t>() : nullptr, dw.as<float>(), n, k, width,
                      out.as<float>(), width, st());
     const auto got = down<float>(out, n * width);
@@ -273,22 +272,13 @@ std::string model(const std::string& arch, const std::string& type, uint64_t see
   return test::synth_once(dir(), arch + "-" + type + "-" + std::to_string(seed), o, type);
 }
 
-class CudaMoeParity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-  }
-};
+class CudaMoeParity : public test::NeedsGpu,
+                      public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(CudaMoeParity, MeetsTheCudaBarInEveryMode) {
   const auto& [arch, type] = GetParam();
   const std::string path = model(arch, type);
-  for (const char* mode : {"prefill", "decode", "mixed"}) {
-    const ParityReport r = test::gpu_parity(path, mode, 64);
-    std::printf("  %s %s: %s\n", arch.c_str(), type.c_str(), r.summary().c_str());
-    EXPECT_TRUE(r.cuda_pass()) << r.summary();
-  }
+  test::expect_cuda_bar_in_every_mode(path, arch + " " + type);
   // Strix's CPU forward of the same file, for comparison (not judged here)
   ParityOptions o;
   o.n_tokens = 64;
@@ -300,7 +290,7 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaMoeParity,
                          ::testing::Combine(::testing::Values("qwen3moe", "olmoe"),
                                             ::testing::Values("f16", "q8_0", "q4_k_m")));
 
-class CudaMoeControl : public CudaMoeParity {};
+class CudaMoeControl : public test::NeedsGpu {};
 
 // Strix runs other weights (seed 2) than libllama (seed 1): must fail.
 TEST_F(CudaMoeControl, OtherWeightsFail) {

@@ -33,29 +33,19 @@ std::string model(const std::string& arch, const std::string& type, uint64_t see
   return test::synth_once(dir(), arch + "-" + type + "-" + std::to_string(seed), test::small_shape(arch, seed), type);
 }
 
-class CudaParity : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-  }
-};
+class CudaParity : public test::NeedsGpu, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(CudaParity, MeetsTheCudaBarInEveryMode) {
   const auto& [arch, type] = GetParam();
   const std::string path = model(arch, type);
-  for (const char* mode : {"prefill", "decode", "mixed"}) {
-    const ParityReport r = test::gpu_parity(path, mode, 64);
-    std::printf("  %s %s: %s\n", arch.c_str(), type.c_str(), r.summary().c_str());
-    EXPECT_TRUE(r.cuda_pass()) << r.summary();
-  }
+  test::expect_cuda_bar_in_every_mode(path, arch + " " + type);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CudaParity,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3"),
                                             ::testing::Values("f16", "q8_0", "q4_k_m")));
 
-class CudaParityControl : public CudaParity {};
+class CudaParityControl : public test::NeedsGpu {};
 
 // Strix runs other weights (seed 2) than libllama (seed 1): must fail.
 TEST_F(CudaParityControl, OtherWeightsFail) {

@@ -52,21 +52,8 @@ std::string model(const std::string& arch, const std::string& type, uint64_t see
   return test::synth_once(dir(), arch + "-" + type + "-" + std::to_string(seed) + (tied ? "-tied" : ""), o, type);
 }
 
-class NeedsGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-  }
-};
-
-class PartialParity : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!available(&why)) GTEST_SKIP() << why;
-  }
-};
+using test::NeedsGpu;
+class PartialParity : public NeedsGpu, public ::testing::WithParamInterface<std::string> {};
 
 // llama F16, 4 layers: -ngl 1 (the output layer), 2, 4 (layers 1..3) and 5 (all)
 TEST_P(PartialParity, LlamaF16MeetsTheCudaBarInEveryMode) {

@@ -3,13 +3,16 @@
 // (the name says everything that differs: arch, type, seed, variants).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "backend/cuda/cuda_context.h"
 #include "core/source_dir.h"
 #include "ref/libllama.h"
 #include "synth/synth.h"
@@ -71,5 +74,24 @@ inline ParityReport gpu_parity(const std::string& path, const std::string& mode,
   o.strix_path = strix_path;
   return run_parity(path, o);
 }
+
+// The CUDA bar (ParityReport::cuda_pass) at -ngl 99 over 64 tokens in prefill, decode and
+// mixed batches, each report printed under `label`.
+inline void expect_cuda_bar_in_every_mode(const std::string& path, const std::string& label) {
+  for (const char* mode : {"prefill", "decode", "mixed"}) {
+    const ParityReport r = gpu_parity(path, mode, 64);
+    std::printf("  %s: %s\n", label.c_str(), r.summary().c_str());
+    EXPECT_TRUE(r.cuda_pass()) << mode << ": " << r.summary();
+  }
+}
+
+// A parity suite's fixture: skips without a usable GPU.
+class NeedsGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::available(&why)) GTEST_SKIP() << why;
+  }
+};
 
 }  // namespace strix::test

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/kv_cache.h"
+#include "runtime/batch_context.h"
 #include "sampling_test_util.h"
 
 namespace strix::sampling::test {
@@ -168,6 +170,65 @@ TEST(PickGreedy, TiesAndUnprovableListsFallBackToTheRow) {
   Sampler s2(all, *stories().tokenizer, 4096);
   EXPECT_FALSE(s2.pick_greedy(std::vector<float>{9, 8, 7, 6, 5, 4, 3, 2}, id));  // only the last is allowed
   EXPECT_FALSE(s.pick_greedy({}, {}));
+}
+
+// A backend's last decode of one row, with or without the row's largest logits
+// (BatchContext::top_logits), counting how often the row itself is read.
+class OneRow final : public BatchContext {
+ public:
+  OneRow(std::vector<float> row, bool with_top) : row_(std::move(row)), kv_(KvCache::Options{1, 1, 1, 32, 1}) {
+    if (with_top) top_of(row_, tv_, ti_);
+  }
+  void decode(std::span<const int32_t>, std::span<const int32_t>, std::span<const int32_t>,
+              std::span<const uint8_t>) override {}
+  std::span<const float> logits(int32_t) const override {
+    ++reads;
+    return row_;
+  }
+  TopLogits top_logits(int32_t) const override { return {tv_, ti_}; }
+  void seq_truncate(int, int32_t) override {}
+  void clear() override {}
+  void seq_cut(int, int32_t, int32_t) override {}
+  bool can_cut() const override { return false; }
+  int64_t n_ctx() const override { return 32; }
+  int n_threads() const override { return 1; }
+  const KvCache& kv() const override { return kv_; }
+  KvCache& kv_cache() override { return kv_; }
+  mutable int reads = 0;
+
+ private:
+  std::vector<float> row_, tv_;
+  std::vector<int32_t> ti_;
+  KvCache kv_;
+};
+
+// Sampler::sample(ctx, i), the engine's and the CLI's path: a greedy sampler takes the
+// token from the backend's list without reading the row, and draws what sample(row)
+// draws; without a list, or for a sampler that is not greedy, it reads the row.
+TEST(PickGreedy, SampleFromAContextReadsTheRowOnlyWhenItMust) {
+  REQUIRE_SHARED();
+  const Env& env = stories();
+  RowGen gen(env.n_vocab, 99, {});
+  std::vector<int32_t> history;
+  int unread = 0;
+  for (int step = 0; step < 50; ++step) {
+    const std::vector<float> row = gen.next(history);
+    Sampler by_row(greedy(), *env.tokenizer, 4096), by_ctx(greedy(), *env.tokenizer, 4096);
+    const int32_t want = by_row.sample(row);
+    OneRow listed(row, true), bare(row, false);
+    EXPECT_EQ(by_ctx.sample(listed, 0), want);
+    EXPECT_EQ(by_ctx.sample(bare, 0), want);
+    EXPECT_EQ(bare.reads, 1);
+    Params warm = greedy();
+    warm.temp = 0.8f;
+    Sampler hot_row(warm, *env.tokenizer, 4096), hot_ctx(warm, *env.tokenizer, 4096);
+    OneRow listed2(row, true);
+    EXPECT_EQ(hot_ctx.sample(listed2, 0), hot_row.sample(row));
+    EXPECT_EQ(listed2.reads, 1);  // a sampler that is not greedy always reads the row
+    history.push_back(want);
+    unread += listed.reads == 0;  // a tie in the list sends it to the row
+  }
+  EXPECT_GT(unread, 40);
 }
 
 TEST(PickGreedy, NegativeControlSwappedListIsCaught) {
