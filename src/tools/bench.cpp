@@ -48,6 +48,18 @@ double bench_mean(const std::vector<double>& v) {
 uint64_t bench_step_bytes(const Model& model) {
   const Hparams& hp = model.hparams();
   uint64_t bytes = model.n_bytes();
+  // the token embedding: one row a token, unless it is also the output head (tied)
+  const Weight* embd = nullptr;
+  bool untied = false;
+  for (const Weight& w : model.weights()) {
+    const std::string_view name(w.name);
+    if (name == "token_embd.weight") embd = &w;
+    if (name == "output.weight") untied = true;
+  }
+  if (embd != nullptr && untied) {
+    const uint64_t row = row_size(embd->type, embd->ne[0]);
+    bytes -= row * static_cast<uint64_t>(embd->ne[1] * embd->ne[2] * embd->ne[3]) - row;
+  }
   if (hp.n_expert <= 0 || hp.n_expert_used >= hp.n_expert) return bytes;
   for (const Weight& w : model.weights()) {
     if (w.ne[2] <= 1 || std::string_view(w.name).find("_exps") == std::string_view::npos) continue;

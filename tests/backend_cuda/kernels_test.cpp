@@ -296,6 +296,31 @@ TEST_F(CudaKernels, OutOfMemoryIsExplained) {
   EXPECT_NE(ok.as(), nullptr);
 }
 
+// Host buffers for the GPU's copies are page-locked, grow only, and copy both ways.
+TEST_F(CudaKernels, HostVecIsPinnedAndCopies) {
+  HostVec<float> h;
+  h.resize(1000, "a test buffer");
+  cudaPointerAttributes at{};
+  check(cudaPointerGetAttributes(&at, h.data()), "cudaPointerGetAttributes");
+  EXPECT_EQ(at.type, cudaMemoryTypeHost);  // page-locked (pageable memory reads as unregistered)
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(i) * 0.5f;
+  DevMem d(sizeof(float) * 1000, "a test buffer");
+  check(cudaMemcpyAsync(d.as(), h.data(), sizeof(float) * 1000, cudaMemcpyHostToDevice, st()), "up");
+  HostVec<float> back;
+  back.resize(1000, "a test buffer");
+  std::fill_n(back.data(), 1000, -1.0f);
+  check(cudaMemcpyAsync(back.data(), d.as(), sizeof(float) * 1000, cudaMemcpyDeviceToHost, st()), "down");
+  check(cudaStreamSynchronize(st()), "sync");
+  for (size_t i = 0; i < 1000; ++i) ASSERT_EQ(back[i], static_cast<float>(i) * 0.5f) << i;
+  float* const p = h.data();
+  h.resize(10, "a test buffer");  // smaller: the same memory
+  EXPECT_EQ(h.data(), p);
+  EXPECT_EQ(h.size(), 10u);
+  h.resize(100000, "a test buffer");  // larger: new memory of the new size
+  EXPECT_EQ(h.size(), 100000u);
+  h[99999] = 1.0f;
+}
+
 TEST_F(CudaKernels, UnsupportedTypeIsRefusedByName) {
   const DevWeight dw{GgmlType::IQ2_XXS, 256, 4, 66, nullptr};
   try {

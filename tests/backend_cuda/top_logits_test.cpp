@@ -40,7 +40,8 @@ std::vector<int32_t> cpu_top(const float* row, int64_t n) {
 }
 
 TEST_F(CudaTopLogits, EqualsAPartialSortOnTheCpu) {
-  for (const int64_t n_vocab : {int64_t{512}, int64_t{128256}, int64_t{151936}}) {
+  // one part (512), parts of one round of loads (128,256, 151,936), and parts of several rounds (600,000)
+  for (const int64_t n_vocab : {int64_t{512}, int64_t{128256}, int64_t{151936}, int64_t{600000}}) {
     SCOPED_TRACE(n_vocab);
     const int rows = 7;
     std::vector<float> x = randn(static_cast<size_t>(rows * n_vocab), 3.0f);
@@ -52,15 +53,41 @@ TEST_F(CudaTopLogits, EqualsAPartialSortOnTheCpu) {
     r(5)[3] = INFINITY;
     r(6)[7] = -INFINITY;  // -inf alone is fine
     const DevMem dx = up(x);
-    DevMem top = poisoned_bytes(sizeof(float) * rows * kTopLogits);
-    DevMem ids = poisoned_bytes(sizeof(int32_t) * rows * kTopLogits);
-    top_logits(dx.as<float>(), rows, n_vocab, top.as<float>(), ids.as<int32_t>(), st());
-    const std::vector<float> tv = down<float>(top, rows * kTopLogits);
-    const std::vector<int32_t> ti = down<int32_t>(ids, rows * kTopLogits);
+    const size_t sb = top_logits_scratch_bytes(rows, n_vocab);
+    DevMem scratch(sb, "top_logits scratch");
+    check(cudaMemset(scratch.as(), 0, sb), "zeroing the scratch");
+    // Three launches on one scratch: rows of NaNs (every row flagged), then the first
+    // three rows alone (another row count: the flags and counters of the first
+    // launch must not leak into it), then all rows.
+    std::vector<float> tv;
+    std::vector<int32_t> ti;
+    for (const int n : {-rows, 3, rows}) {
+      const int nr = n < 0 ? -n : n;
+      DevMem top = poisoned_bytes(sizeof(float) * rows * kTopLogits);
+      DevMem ids = poisoned_bytes(sizeof(int32_t) * rows * kTopLogits);
+      if (n < 0) {
+        const DevMem nan_rows = up(std::vector<float>(static_cast<size_t>(rows * n_vocab), NAN));
+        top_logits(nan_rows.as<float>(), nr, n_vocab, top.as<float>(), ids.as<int32_t>(), scratch.as(), sb, st());
+        const std::vector<int32_t> nan_ids = down<int32_t>(ids, rows * kTopLogits);
+        for (int i = 0; i < rows; ++i) EXPECT_EQ(nan_ids[static_cast<size_t>(i) * kTopLogits], -1) << i;
+        continue;
+      }
+      top_logits(dx.as<float>(), nr, n_vocab, top.as<float>(), ids.as<int32_t>(), scratch.as(), sb, st());
+      tv = down<float>(top, nr * kTopLogits);
+      ti = down<int32_t>(ids, nr * kTopLogits);
+      if (nr == rows) break;
+      for (int i = 0; i < nr; ++i) {  // rows 0-2: no flag, the CPU's order
+        const std::vector<int32_t> want = cpu_top(r(i), n_vocab);
+        for (int j = 0; j < kTopLogits; ++j) {
+          EXPECT_EQ(ti[static_cast<size_t>(i) * kTopLogits + j], want[static_cast<size_t>(j)]) << i << " " << j;
+        }
+      }
+    }
+    EXPECT_THROW(top_logits(dx.as<float>(), rows, n_vocab, nullptr, nullptr, scratch.as(), sb - 1, st()), Error);
     for (int i = 0; i < rows; ++i) {
       SCOPED_TRACE(i);
       if (i == 4 || i == 5) {
-        EXPECT_EQ(ti[static_cast<size_t>(i) * kTopLogits], -1);
+        for (int j = 0; j < kTopLogits; ++j) EXPECT_EQ(ti[static_cast<size_t>(i) * kTopLogits + j], -1) << j;
         continue;
       }
       const std::vector<int32_t> want = cpu_top(r(i), n_vocab);

@@ -92,35 +92,45 @@ TEST(Bench, markdown_is_llama_bench_table) {
             "        512.00 ± 0.00 |\n");
 }
 
-// The bytes a decode step reads (the tg rows' fraction of the copy bandwidth): a dense model's
-// whole file; of a mixture of experts, the experts' stacks at n_expert_used / n_expert, counted
-// here from the file's own tensor list.
+// The bytes a decode step reads (the tg rows' fraction of the copy bandwidth): the whole file
+// but the token embedding's other rows when the output head is its own tensor (a tied
+// embedding is the head, read whole); of a mixture of experts, the experts' stacks at
+// n_expert_used / n_expert. Counted here from the file's own tensor list.
 TEST(Bench, step_bytes_count_only_the_used_experts) {
   const auto dir = std::filesystem::temp_directory_path() / ("strix-bench-step-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (const char* arch : {"llama", "qwen3moe"}) {
-    SCOPED_TRACE(arch);
-    synth::SynthOptions so;
-    so.arch = arch;
-    so.type = "q8_0";
-    const bool moe = std::string(arch) == "qwen3moe";
-    if (moe) so.n_expert = 8, so.n_expert_used = 2;
-    so.out = (dir / (std::string(arch) + ".gguf")).string();
-    synth::synth_write(so);
-    uint64_t all = 0, experts = 0;
-    const auto file = GgufFile::open(so.out);
-    for (const GgufTensor& t : file->tensors()) {
-      all += t.nbytes;
-      if (t.name.find("_exps") != std::string::npos) experts += t.nbytes;
-    }
-    const auto model = Model::load(so.out);
-    EXPECT_EQ(model->n_bytes(), all);
-    if (!moe) {
-      EXPECT_EQ(experts, 0u);
-      EXPECT_EQ(bench_step_bytes(*model), all);
-    } else {
-      ASSERT_GT(experts, 0u);
-      EXPECT_EQ(bench_step_bytes(*model), all - experts / 4 * 3);
+    for (const bool tied : {false, true}) {
+      SCOPED_TRACE(std::string(arch) + (tied ? " tied" : " untied"));
+      synth::SynthOptions so;
+      so.arch = arch;
+      so.type = "q8_0";
+      so.tied_output = tied;
+      const bool moe = std::string(arch) == "qwen3moe";
+      if (moe) so.n_expert = 8, so.n_expert_used = 2;
+      so.out = (dir / (std::string(arch) + (tied ? "-tied" : "") + ".gguf")).string();
+      synth::synth_write(so);
+      uint64_t all = 0, experts = 0, embd_rest = 0;
+      bool has_output = false;
+      const auto file = GgufFile::open(so.out);
+      for (const GgufTensor& t : file->tensors()) {
+        all += t.nbytes;
+        if (t.name.find("_exps") != std::string::npos) experts += t.nbytes;
+        if (t.name == "token_embd.weight") embd_rest = t.nbytes - t.nbytes / static_cast<uint64_t>(t.ne[1]);
+        if (t.name == "output.weight") has_output = true;
+      }
+      ASSERT_EQ(has_output, !tied);
+      ASSERT_GT(embd_rest, 0u);
+      const auto model = Model::load(so.out);
+      EXPECT_EQ(model->n_bytes(), all);
+      const uint64_t dense = tied ? all : all - embd_rest;
+      if (!moe) {
+        EXPECT_EQ(experts, 0u);
+        EXPECT_EQ(bench_step_bytes(*model), dense);
+      } else {
+        ASSERT_GT(experts, 0u);
+        EXPECT_EQ(bench_step_bytes(*model), dense - experts / 4 * 3);
+      }
     }
   }
   std::filesystem::remove_all(dir);

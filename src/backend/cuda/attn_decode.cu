@@ -17,6 +17,7 @@
 // last block of a KV head to finish (an atomic count, reset for the next
 // launch) rescales and sums them, then quantizes.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/act_quant.cuh"
@@ -50,11 +51,12 @@ struct Smem {
   }
 };
 
-template <int kG>
+template <int kG, int kCells, int kVRows>
 __global__ void __launch_bounds__(kThreads)
     attn_decode_kernel(AttnDecode a, RopeConsts rc, const float* __restrict__ ff, KvLayout kv) {
   extern __shared__ float smem[];
-  griddep_wait();
+  // Before griddep_wait only what no kernel writes: the positions and sequence
+  // ids (uploaded before the forward), the block tables, the RoPE factors.
   const int kvh = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
   const int n_split = static_cast<int>(gridDim.y);
   if (blockIdx.z > 0) {  // token t of a batch: its rows, its quantized row, its split scratch and counters
@@ -84,10 +86,6 @@ __global__ void __launch_bounds__(kThreads)
   float* o_s = part + kG * kClasses * hdv;                             // kG * hdv
   float* cs_s = o_s + kG * hdv;                                        // hdk / 2 cosines, then the sines
 
-  // q of the group's heads (kvh * kG ..) and this KV head's k, rotated
-  const float* qg = a.q + static_cast<int64_t>(kvh) * kG * hdk;
-  for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = qg[i];
-  for (int i = tid; i < hdk; i += kThreads) k_s[i] = a.k[static_cast<int64_t>(kvh) * hdk + i];
   // RoPE: the angles' chain once (p * theta_scale^i by repeated multiplication,
   // as rope_pair), each pair's cosine and sine once, then every head's pairs
   const int half = rc.n_rot / 2;
@@ -101,6 +99,19 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   for (int i = tid; i < half; i += kThreads) rope_cs(cs_s[i], i, ff, rc, cs_s[i], sn_s[i]);
+  {  // the cells before the token's (written by earlier forwards) on their way into L2
+    const int sq0 = a.seq[0], n_prev = p - cb < n_cells ? p - cb : n_cells;
+    for (int c = tid; c < n_prev; c += kThreads) {
+      const int64_t row = kv_cell(kv, sq0, cb + c);
+      prefetch_l2(kv.k + row * kv.k_dim + static_cast<int64_t>(kvh) * hdk, sizeof(uint16_t) * hdk);
+      prefetch_l2(kv.v + row * kv.v_dim + static_cast<int64_t>(kvh) * hdv, sizeof(uint16_t) * hdv);
+    }
+  }
+  griddep_wait();  // q, k and v come from the kernel before
+  // q of the group's heads (kvh * kG ..) and this KV head's k, rotated
+  const float* qg = a.q + static_cast<int64_t>(kvh) * kG * hdk;
+  for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = qg[i];
+  for (int i = tid; i < hdk; i += kThreads) k_s[i] = a.k[static_cast<int64_t>(kvh) * hdk + i];
   __syncthreads();
   for (int u = tid; u < (kG + 1) * half; u += kThreads) {
     const int h = u / half, i = u % half;
@@ -118,35 +129,44 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();  // the stored cell is read back below (global writes are visible to the block after this)
 
-  // scores: a warp per cell, two cells per step; lanes over dim pairs as attention_kernel
+  // scores: a warp per cell, kCells cells (8 apart) per step with all their
+  // rows' loads in flight together; lanes over dim pairs as attention_kernel
+  constexpr int kWarps = kThreads / 32;
   const uint16_t* kbase = kv.k + static_cast<int64_t>(kvh) * hdk;
-  for (int c0 = warp; c0 < n_cells; c0 += 16) {
-    const int c1 = c0 + 8;
-    const bool two = c1 < n_cells;
-    const uint16_t* kr0 = kbase + kv_cell(kv, sq, cb + c0) * kv.k_dim;
-    const uint16_t* kr1 = kbase + kv_cell(kv, sq, cb + (two ? c1 : c0)) * kv.k_dim;
-    float s0[kG], s1[kG];
+  for (int c0 = warp; c0 < n_cells; c0 += kWarps * kCells) {
+    const uint16_t* kr[kCells];
 #pragma unroll
-    for (int g = 0; g < kG; ++g) s0[g] = 0.0f, s1[g] = 0.0f;
+    for (int u = 0; u < kCells; ++u) {
+      const int c = c0 + kWarps * u;
+      kr[u] = kbase + kv_cell(kv, sq, cb + (c < n_cells ? c : c0)) * kv.k_dim;
+    }
+    float s[kCells][kG];
+#pragma unroll
+    for (int u = 0; u < kCells; ++u) {
+#pragma unroll
+      for (int g = 0; g < kG; ++g) s[u][g] = 0.0f;
+    }
     for (int i = 2 * lane; i < hdk; i += 64) {
-      const float2 k0 = __half22float2(*reinterpret_cast<const __half2*>(kr0 + i));
-      const float2 k1 = __half22float2(*reinterpret_cast<const __half2*>(kr1 + i));
+      float2 kf[kCells];
+#pragma unroll
+      for (int u = 0; u < kCells; ++u) kf[u] = __half22float2(*reinterpret_cast<const __half2*>(kr[u] + i));
 #pragma unroll
       for (int g = 0; g < kG; ++g) {
         const float* qh = q_s + g * hdk;
-        s0[g] = fmaf(k0.x, qh[i], s0[g]);
-        s0[g] = fmaf(k0.y, qh[i + 1], s0[g]);
-        s1[g] = fmaf(k1.x, qh[i], s1[g]);
-        s1[g] = fmaf(k1.y, qh[i + 1], s1[g]);
+#pragma unroll
+        for (int u = 0; u < kCells; ++u) {
+          s[u][g] = fmaf(kf[u].x, qh[i], s[u][g]);
+          s[u][g] = fmaf(kf[u].y, qh[i + 1], s[u][g]);
+        }
       }
     }
 #pragma unroll
-    for (int g = 0; g < kG; ++g) {
-      s0[g] = warp_sum(s0[g]);
-      s1[g] = warp_sum(s1[g]);
-      if (lane == 0) {
-        sc[g * cap + c0] = s0[g] * a.kq_scale;
-        if (two) sc[g * cap + c1] = s1[g] * a.kq_scale;
+    for (int u = 0; u < kCells; ++u) {
+      const int c = c0 + kWarps * u;
+#pragma unroll
+      for (int g = 0; g < kG; ++g) {
+        const float t = warp_sum(s[u][g]);
+        if (lane == 0 && c < n_cells) sc[g * cap + c] = t * a.kq_scale;
       }
     }
   }
@@ -206,21 +226,34 @@ __global__ void __launch_bounds__(kThreads)
   }
   const uint16_t* vbase = kv.v + static_cast<int64_t>(kvh) * hdv;
   if (g_first < kG) {
-#pragma unroll 4
-    for (int c = m; c < n_cells; c += kClasses) {
-      const uint16_t* vr = vbase + kv_cell(kv, sq, cb + c) * kv.v_dim;
+    // kVRows cells of the class per step, their rows' loads in flight together, summed in cell order
+    for (int c0 = m; c0 < n_cells; c0 += kClasses * kVRows) {
+      const uint16_t* vr[kVRows];
+#pragma unroll
+      for (int u = 0; u < kVRows; ++u) {
+        const int c = c0 + kClasses * u;
+        vr[u] = vbase + kv_cell(kv, sq, cb + (c < n_cells ? c : c0)) * kv.v_dim;
+      }
 #pragma unroll
       for (int k = 0; k < kMaxHeadDimV / 64; ++k) {
         const int d = 2 * lane + 64 * k;
         if (d < hdv) {
-          const float2 vf = __half22float2(*reinterpret_cast<const __half2*>(vr + d));
+          float2 vf[kVRows];
 #pragma unroll
-          for (int j = 0; j < kHeadsPerWarp; ++j) {
-            const int g = g_first + 2 * j;
-            if (g < kG) {
-              const float pr = sc[g * cap + c];
-              acc[j][k].x = fmaf(pr, vf.x, acc[j][k].x);
-              acc[j][k].y = fmaf(pr, vf.y, acc[j][k].y);
+          for (int u = 0; u < kVRows; ++u) vf[u] = __half22float2(*reinterpret_cast<const __half2*>(vr[u] + d));
+#pragma unroll
+          for (int u = 0; u < kVRows; ++u) {
+            const int c = c0 + kClasses * u;
+            if (c < n_cells) {
+#pragma unroll
+              for (int j = 0; j < kHeadsPerWarp; ++j) {
+                const int g = g_first + 2 * j;
+                if (g < kG) {
+                  const float pr = sc[g * cap + c];
+                  acc[j][k].x = fmaf(pr, vf[u].x, acc[j][k].x);
+                  acc[j][k].y = fmaf(pr, vf[u].y, acc[j][k].y);
+                }
+              }
             }
           }
         }
@@ -333,19 +366,41 @@ int sm_count() {
   return v;
 }
 
-template <int kG>
-void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem, int n_split,
-            cudaStream_t st) {
-  static const bool opted = [] {
-    return cudaFuncSetAttribute(attn_decode_kernel<kG>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                max_smem_optin()) == cudaSuccess;
+// STRIX_CUDA_ATTN_LOADS=0: two K rows and (unrolled) four V rows per warp
+// step, as before run 27 (A/B of the loads in flight).
+bool deep_loads() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIX_CUDA_ATTN_LOADS");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+template <int kG, int kCells, int kVRows>
+void launch_as(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem, int n_split,
+               cudaStream_t st) {
+  auto* kernel = attn_decode_kernel<kG, kCells, kVRows>;
+  static const bool opted = [kernel] {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()) == cudaSuccess;
   }();
   if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
   check(pdl_launch(
-            attn_decode_kernel<kG>,
+            kernel,
             dim3(static_cast<unsigned>(a.n_head_kv), static_cast<unsigned>(n_split), static_cast<unsigned>(a.n_tokens)),
             dim3(kThreads), smem, st, a, rc, ff, kv),
         "attention_decode");
+}
+
+// The scores take 8 cells a warp step (4 for groups of 8 heads: 32 sums in
+// registers either way), P·V 8 rows of a cell class.
+template <int kG>
+void launch(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem, int n_split,
+            cudaStream_t st) {
+  if (deep_loads()) {
+    launch_as<kG, kG <= 4 ? 8 : 4, 8>(a, rc, ff, kv, smem, n_split, st);
+  } else {
+    launch_as<kG, 2, 4>(a, rc, ff, kv, smem, n_split, st);
+  }
 }
 
 }  // namespace

@@ -226,8 +226,8 @@ struct CudaContext::Impl {
   // partial offload: layers [part.first_layer, n_layer) and the head (0: the whole model)
   GpuPart part;
   int64_t first_layer = 0;
-  DevMem hidden_in;                // the CPU's residual stream of a micro-batch [n_ubatch, n_embd]
-  std::vector<float> hidden_host;  // the same on the host
+  DevMem hidden_in;            // the CPU's residual stream of a micro-batch [n_ubatch, n_embd]
+  HostVec<float> hidden_host;  // the same on the host
   Device dev;
   DevMem weights;  // every weight, 256-byte aligned
   uint64_t weight_bytes = 0;
@@ -240,8 +240,10 @@ struct CudaContext::Impl {
   // activations [n_ubatch, width]
   DevMem x, x_alt, normed, cur, qkv, k, v, att, ff_a, ff_b, tmp, logits_dev;
   DevMem top_dev, top_ids_dev;  // each output row's kTopLogits largest logits and their ids
+  DevMem top_scratch;           // top_logits' per-part lists and counters (zeroed once)
   DevMem ff_ab;                 // gate | up rows of the merged prefill GEMM [n_ubatch, 2 n_ff]
   DevMem ids;                   // tokens, pos, seq, out_ids: 4 x n_ubatch int32
+  HostVec<int32_t> ids_host;    // the same on the host: one copy per micro-batch
   DevMem xr;                    // activations rounded to a weight's partner type (round_activations)
   DevMem xq, xqd;               // the same quantized, for the integer GEMV (quantize_act): int8 and block scales
   DevMem w16, x16;              // GEMM scratch: one dequantized weight, activations in f16
@@ -325,10 +327,11 @@ struct CudaContext::Impl {
   // when the decode took several, else all at once when logits() first asks
   // (on_host), so a greedy step copies only top_host / top_ids_host, the
   // kTopLogits largest of each row.
-  std::vector<float> logits;
+  // All three in page-locked memory (HostVec), as llama.cpp keeps its outputs.
+  HostVec<float> logits;
   bool on_host = true;
-  std::vector<float> top_host;
-  std::vector<int32_t> top_ids_host;
+  HostVec<float> top_host;
+  HostVec<int32_t> top_ids_host;
   int32_t n_outputs = 0;
 
   // The output row of batch index i (negative: from the end), or throws.
@@ -538,7 +541,10 @@ struct CudaContext::Impl {
     logits_dev = f32(hp.n_vocab, "the logits");
     top_dev = f32(kTopLogits, "the largest logits");
     top_ids_dev = DevMem(sizeof(int32_t) * ub * kTopLogits, "the ids of the largest logits");
+    top_scratch = DevMem(top_logits_scratch_bytes(ub, hp.n_vocab), "the largest logits' scratch");
+    check(cudaMemset(top_scratch.as(), 0, top_scratch.bytes()), "zeroing the largest logits' scratch");
     ids = DevMem(sizeof(int32_t) * 4 * ub, "batch ids");
+    ids_host.resize(static_cast<size_t>(4 * ub), "batch ids");
     xr = DevMem(sizeof(float) * ub * std::max<int64_t>(max_ne0, 1), "rounded activations");
     const int64_t gq = std::min<int64_t>(ub, kGemvMaxTokens) * std::max<int64_t>(max_ne0, 32);
     xq = DevMem(static_cast<size_t>(gq), "quantized activations");
@@ -583,7 +589,8 @@ struct CudaContext::Impl {
         throw Error("CUDA context: the shared KV bookkeeping has other sequences or rows than this context");
       }
       hidden_in = f32(hp.n_embd, "the CPU layers' hidden state");
-      hidden_host.assign(static_cast<size_t>(ub * hp.n_embd), 0.0f);
+      hidden_host.resize(static_cast<size_t>(ub * hp.n_embd), "the CPU layers' hidden state");
+      std::fill_n(hidden_host.data(), hidden_host.size(), 0.0f);
     } else {
       kvc_own = std::make_unique<KvCache>(KvCache::Options{.n_layer = hp.n_layer,
                                                            .k_dim = hp.k_dim(),
@@ -1277,7 +1284,8 @@ struct CudaContext::Impl {
     const Act out = norm(any_layer ? F(cur) : nullptr, output_norm, output, n);
     matmul_group({{&output, F(logits_dev), hp.n_vocab, nullptr}}, out.p, d, n, out);
     if (top_on) {
-      cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), st());
+      cuda::top_logits(F(logits_dev), n, hp.n_vocab, F(top_dev), top_ids_dev.as<int32_t>(), top_scratch.as(),
+                       top_scratch.bytes(), st());
       mark(Profile::kOther);
     }
   }
@@ -1303,9 +1311,9 @@ struct CudaContext::Impl {
       }
     }
     n_outputs = static_cast<int32_t>(out_rows.size());
-    logits.resize(static_cast<size_t>(n_outputs) * n_vocab);
-    top_host.resize(static_cast<size_t>(n_outputs) * kTopLogits);
-    top_ids_host.resize(static_cast<size_t>(n_outputs) * kTopLogits);
+    logits.resize(static_cast<size_t>(n_outputs) * n_vocab, "the logits");
+    top_host.resize(static_cast<size_t>(n_outputs) * kTopLogits, "the largest logits");
+    top_ids_host.resize(static_cast<size_t>(n_outputs) * kTopLogits, "the largest logits");
     const bool lazy = n <= static_cast<size_t>(opts.n_ubatch);  // one micro-batch: logits_dev holds every row
     on_host = !lazy;
 
@@ -1333,15 +1341,15 @@ struct CudaContext::Impl {
                               cudaMemcpyHostToDevice, st()),
               "uploading the CPU layers' hidden state");
       }
-      const size_t b = sizeof(int32_t) * count;
-      check(cudaMemcpyAsync(d_ids, tokens.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading tokens");
-      check(cudaMemcpyAsync(d_ids + ub, pos.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading positions");
-      check(cudaMemcpyAsync(d_ids + 2 * ub, seq.data() + first, b, cudaMemcpyHostToDevice, st()), "uploading seq ids");
-      if (!out_ids.empty()) {
-        check(cudaMemcpyAsync(d_ids + 3 * ub, out_ids.data(), sizeof(int32_t) * out_ids.size(), cudaMemcpyHostToDevice,
-                              st()),
-              "uploading output ids");
-      }
+      // tokens, positions, sequence ids and output ids in one copy (the host side is page-locked)
+      int32_t* h_ids = ids_host.data();
+      std::copy_n(tokens.data() + first, count, h_ids);
+      std::copy_n(pos.data() + first, count, h_ids + ub);
+      std::copy_n(seq.data() + first, count, h_ids + 2 * ub);
+      std::copy(out_ids.begin(), out_ids.end(), h_ids + 3 * ub);
+      check(cudaMemcpyAsync(d_ids, h_ids, sizeof(int32_t) * (3 * static_cast<size_t>(ub) + out_ids.size()),
+                            cudaMemcpyHostToDevice, st()),
+            "uploading the batch ids");
       fa_batch = fa_on && count > 1 && count >= kFaTokensPerRun * runs;
       fused_batch = false;
       if (fused_on && count > 1 && count <= kFusedMaxTokens && runs == count) {

@@ -1,6 +1,7 @@
 #include "backend/cuda/device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,50 @@ DevMem& DevMem::operator=(DevMem&& o) noexcept {
     o.bytes_ = 0;
   }
   return *this;
+}
+
+namespace {
+bool pinning_on() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIX_CUDA_PINNED");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+}  // namespace
+
+void HostMem::release() {
+  if (p_ == nullptr) return;
+  if (pinned_) {
+    cudaFreeHost(p_);
+  } else {
+    std::free(p_);
+  }
+  p_ = nullptr, bytes_ = 0, pinned_ = false;
+}
+
+HostMem::~HostMem() { release(); }
+
+HostMem& HostMem::operator=(HostMem&& o) noexcept {
+  if (this != &o) {
+    release();
+    p_ = o.p_, bytes_ = o.bytes_, pinned_ = o.pinned_;
+    o.p_ = nullptr, o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void HostMem::reserve(size_t bytes, const char* what) {
+  if (bytes <= bytes_) return;
+  release();
+  if (pinning_on() && cudaHostAlloc(&p_, bytes, cudaHostAllocDefault) == cudaSuccess) {
+    pinned_ = true;
+  } else {
+    cudaGetLastError();  // a refused pin: fall back to pageable memory
+    p_ = std::malloc(bytes);
+    if (p_ == nullptr) throw Error(std::string("out of host memory: ") + what);
+  }
+  bytes_ = bytes;
 }
 
 bool device_available(std::string* why) {

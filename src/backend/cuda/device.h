@@ -39,6 +39,50 @@ class DevMem {
   size_t bytes_ = 0;
 };
 
+// Host memory that copies to and from the GPU: page-locked (cudaHostAlloc),
+// so a copy is one DMA that does not stage through the driver's pageable
+// buffer and a small copy does not block the host for a second round trip.
+// Pageable when pinning fails or STRIX_CUDA_PINNED=0 (A/B of its cost). It
+// only grows; resize() keeps no contents.
+class HostMem {
+ public:
+  HostMem() = default;
+  ~HostMem();
+  HostMem(HostMem&& o) noexcept : p_(o.p_), bytes_(o.bytes_), pinned_(o.pinned_) { o.p_ = nullptr, o.bytes_ = 0; }
+  HostMem& operator=(HostMem&& o) noexcept;
+  HostMem(const HostMem&) = delete;
+  HostMem& operator=(const HostMem&) = delete;
+
+  // At least `bytes`; throws strix::Error naming `what` when no memory is left.
+  void reserve(size_t bytes, const char* what);
+  void* data() const { return p_; }
+  size_t capacity() const { return bytes_; }
+  bool pinned() const { return pinned_; }
+
+ private:
+  void release();
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+  bool pinned_ = false;
+};
+
+// n values of T in a HostMem (T trivially copyable).
+template <class T>
+class HostVec {
+ public:
+  void resize(size_t n, const char* what) {
+    mem_.reserve(n * sizeof(T), what);
+    n_ = n;
+  }
+  T* data() const { return static_cast<T*>(mem_.data()); }
+  size_t size() const { return n_; }
+  T& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  HostMem mem_;
+  size_t n_ = 0;
+};
+
 class Device {
  public:
   // Device 0. Throws Refusal when no CUDA device is usable (with the driver's reason).

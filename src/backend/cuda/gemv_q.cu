@@ -46,7 +46,7 @@ struct Segs {
 // big launch takes R = 2, so every lane has two rows' loads in flight; long
 // rows of a small launch take S = 2, so there are warps enough to keep the
 // memory busy.
-template <int C, int R, int S>
+template <int C, int R, int S, bool P = false>
 __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width) {
   static_assert(R == 1 || S == 1, "rows per warp or warps per row, not both");
   int si = 0;
@@ -57,11 +57,11 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   const int64_t r = (static_cast<int64_t>(blockIdx.x - sg.first_block) * (kGemvWarps / S) + warp / S) * R;
   const int part = warp % S;
   const uint8_t* row = sg.w + r * sg.nb1;
-  // the weights do not depend on the kernel before: start reading them while it ends
+  // the weights do not depend on the kernel before: start reading them while it
+  // ends (each row loop issues its first step's loads, then griddep_wait)
   if (segs.prefetch && r < sg.rows && part == 0) {
     prefetch_l2(row, sg.nb1 * static_cast<size_t>(sg.rows - r < R ? sg.rows - r : R), lane);
   }
-  griddep_wait();
   const int nrows = r >= sg.rows ? 0 : sg.rows - r < R ? static_cast<int>(sg.rows - r) : R;
   if (S == 1 && nrows == 0) return;
   float acc[R][C];
@@ -73,22 +73,26 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
   if (nrows > 0) {
     switch (sg.type) {
       case GgmlType::Q8_0:
-        row_loop<BQ8_0, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 32), aq, ad, width, lane, part, acc);
+        row_loop<BQ8_0, C, R, S, true, P>(row, sg.nb1, nrows, static_cast<int>(width / 32), aq, ad, width, lane, part,
+                                          acc);
         break;
       case GgmlType::Q4_K:
-        row_loop<BQ4_K, C, R, S>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part, acc);
+        row_loop<BQ4_K, C, R, S, true, P>(row, sg.nb1, nrows, static_cast<int>(width / 256), aq, ad, width, lane, part,
+                                          acc);
         break;
       default: {
         const int nblk = static_cast<int>(width / 256);
         if (segs.q6_stage && nblk % 4 == 0 && (reinterpret_cast<uintptr_t>(sg.w) & 7) == 0) {
           __shared__ uint2 stage[kGemvWarps][R * kQ6StageWords];
-          row_loop_q6k_staged<C, R, S>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc, stage[warp]);
+          row_loop_q6k_staged<C, R, S, true>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc, stage[warp]);
         } else {
-          row_loop<BQ6_K, C, R, S>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc);
+          row_loop<BQ6_K, C, R, S, true, P>(row, sg.nb1, nrows, nblk, aq, ad, width, lane, part, acc);
         }
         break;
       }
     }
+  } else {
+    griddep_wait();  // a split row's idle warp: every thread passes the wait
   }
   if constexpr (S == 1) {
 #pragma unroll
@@ -124,6 +128,40 @@ bool gemv_plain() {
     return e && std::string(e) == "plain";
   }();
   return plain;
+}
+
+// STRIX_CUDA_GEMV_Q6=plain|rows2|split: the layout of a one-column launch of
+// Q6_K weights only, whatever its size (A/B runs; unset: by size, see
+// gemv_q_multi).
+int gemv_q6_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("STRIX_CUDA_GEMV_Q6");
+    const std::string v = e ? e : "";
+    return v == "plain" ? 1 : v == "rows2" ? 2 : v == "split" ? 3 : 0;
+  }();
+  return mode;
+}
+
+// The one-column GEMV loads the next step before this step's products
+// (row_loop's kPipe; H200 run 29: 8B tg128 398.3 vs 394.0, 1B even);
+// STRIX_CUDA_GEMV_PIPE=0 turns it off for A/B runs.
+bool gemv_pipe() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIX_CUDA_GEMV_PIPE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+// Launches of 16k+ rows (gate/up, the output head) take four rows per warp
+// (H200 run 31: 8B tg128 403.9 / 404.6 vs 398.4 / 396.3 with two, 1B 1,459 /
+// 1,477 vs 1,439 / 1,438); STRIX_CUDA_GEMV_ROWS=2 keeps two, for A/B runs.
+bool gemv_rows4() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRIX_CUDA_GEMV_ROWS");
+    return !(e && std::string(e) == "2");
+  }();
+  return on;
 }
 
 // STRIX_CUDA_Q6_STAGE=0: Q6_K rows read lane by lane (row_loop), for A/B runs.
@@ -172,13 +210,24 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   int64_t all_rows = 0;
   for (int i = 0; i < count; ++i) all_rows += segs.s[i].rows;
   const int64_t nblk = width / gemv_q_block(outs[0].w->type);
-  // H200 run 15: two rows per warp paid on the 28,672 gate/up rows of the 8B
-  // and lost on launches of 4-6k rows; 56-block rows of 4,096 (down) had 15 warps an SM
-  enum class Mode { kPlain, kTwoRows, kSplit };
-  const Mode one = gemv_plain()                                                 ? Mode::kPlain
-                   : all_rows >= 16384                                          ? Mode::kTwoRows
-                   : nblk * 256 >= 8192 && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
-                                                                                : Mode::kPlain;
+  // H200 run 15: two rows per warp paid on the 28,672 gate/up rows of the 8B (four
+  // since run 31) and lost on launches of 4-6k rows; 56-block rows of 4,096
+  // (down) had 15 warps an SM
+  enum class Mode { kPlain, kTwoRows, kFourRows, kSplit };
+  Mode one = gemv_plain()                                                 ? Mode::kPlain
+             : all_rows >= 16384                                          ? Mode::kTwoRows
+             : nblk * 256 >= 8192 && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
+                                                                          : Mode::kPlain;
+  // Q6_K (staged rows): two rows per warp from 4,096 rows instead of two warps
+  // per row (H200 run 29: the 8B's 4,096 x 56-block downs, tg128 406.2 vs 394.0;
+  // the 1B's 2,048 x 32-block downs lost 1.2% with it, so they stay split)
+  bool all_q6 = true;
+  for (int i = 0; i < count; ++i) all_q6 = all_q6 && segs.s[i].type == GgmlType::Q6_K;
+  if (all_q6 && one == Mode::kSplit && all_rows >= 4096) one = Mode::kTwoRows;
+  if (all_q6 && gemv_q6_mode() != 0) {
+    one = gemv_q6_mode() == 1 ? Mode::kPlain : gemv_q6_mode() == 2 ? Mode::kTwoRows : Mode::kSplit;
+  }
+  if (one == Mode::kTwoRows && all_rows >= 16384 && gemv_rows4()) one = Mode::kFourRows;
   for (int t0 = 0; t0 < n;) {
     const int left = n - t0;
     const int c = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -188,9 +237,10 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     for (int i = 0; i < count; ++i) sc.s[i].y += static_cast<int64_t>(t0) * sc.s[i].ys;
     const unsigned threads = 32u * kGemvWarps;
     const Mode mode = c == 1 ? one : Mode::kPlain;
-    const int rows_per_block = mode == Mode::kTwoRows ? 2 * kGemvWarps
-                               : mode == Mode::kSplit ? kGemvWarps / 2
-                                                      : kGemvWarps;
+    const int rows_per_block = mode == Mode::kFourRows  ? 4 * kGemvWarps
+                               : mode == Mode::kTwoRows ? 2 * kGemvWarps
+                               : mode == Mode::kSplit   ? kGemvWarps / 2
+                                                        : kGemvWarps;
     const dim3 grid(layout(sc, rows_per_block));  // before sc is passed
     switch (c) {
       case 8:
@@ -203,7 +253,19 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
         check(pdl_launch(gemv_q_kernel<2, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         break;
       default:
-        if (mode == Mode::kTwoRows) {
+        if (gemv_pipe()) {
+          if (mode == Mode::kFourRows) {
+            check(pdl_launch(gemv_q_kernel<1, 4, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          } else if (mode == Mode::kTwoRows) {
+            check(pdl_launch(gemv_q_kernel<1, 2, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          } else if (mode == Mode::kSplit) {
+            check(pdl_launch(gemv_q_kernel<1, 1, 2, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          } else {
+            check(pdl_launch(gemv_q_kernel<1, 1, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          }
+        } else if (mode == Mode::kFourRows) {
+          check(pdl_launch(gemv_q_kernel<1, 4, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        } else if (mode == Mode::kTwoRows) {
           check(pdl_launch(gemv_q_kernel<1, 2, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
         } else if (mode == Mode::kSplit) {
           check(pdl_launch(gemv_q_kernel<1, 1, 2>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");

@@ -15,6 +15,7 @@
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/dequant_types.cuh"
+#include "backend/cuda/pdl.cuh"
 
 namespace strix::cuda {
 
@@ -169,21 +170,43 @@ struct BQ6_K {
 
 // One block per lane and warp step: its loads (of all R rows), then its
 // products. With S warps per row, warp `part` takes every S-th step.
-template <class B, int C, int R, int S>
+// kWait: the first step's weight loads are issued, then griddep_wait() (the
+// activations come from the kernel before; under programmatic dependent
+// launch the weights are already in flight while it ends).
+// kPipe: the next step's loads are issued before this step's products (two
+// steps of registers per lane).
+template <class B, int C, int R, int S, bool kWait = false, bool kPipe = false>
 __device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, size_t nb1, int nrows, int nblk,
                                          const int8_t* __restrict__ aq, const float* __restrict__ ad, int64_t width,
                                          int lane, int part, float (&acc)[R][C]) {
   constexpr int kStep = 32 / B::kLanes;
   const int sub = lane % B::kLanes;
-  for (int b = lane / B::kLanes + part * kStep; b < nblk; b += kStep * S) {
-    typename B::Regs r[R];
+  typename B::Regs r[R];
+  auto load = [&](typename B::Regs(&to)[R], int b) {
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      if (i < nrows) B::load(row + i * nb1, b, sub, r[i]);
+      if (i < nrows) B::load(row + i * nb1, b, sub, to[i]);
     }
+  };
+  int b = lane / B::kLanes + part * kStep;
+  if (b < nblk) load(r, b);
+  if constexpr (kWait) griddep_wait();
+  for (bool first = true; b < nblk; b += kStep * S, first = false) {
+    if constexpr (kPipe) {
+      typename B::Regs nx[R];
+      if (b + kStep * S < nblk) load(nx, b + kStep * S);
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      if (i < nrows) B::template dot<C>(b, sub, r[i], aq, ad, width, acc[i]);
+      for (int i = 0; i < R; ++i) {
+        if (i < nrows) B::template dot<C>(b, sub, r[i], aq, ad, width, acc[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) r[i] = nx[i];
+    } else {
+      if (!first) load(r, b);
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        if (i < nrows) B::template dot<C>(b, sub, r[i], aq, ad, width, acc[i]);
+      }
     }
   }
 }
@@ -196,7 +219,7 @@ __device__ __forceinline__ void row_loop(const uint8_t* __restrict__ row, size_t
 // takes its block part from `stage` (per warp, R rows of 106 words). Needs
 // rows of a multiple of 4 blocks (8-byte aligned steps).
 constexpr int kQ6StageWords = 106;  // 840 bytes and the third word load8_2aligned may touch
-template <int C, int R, int S>
+template <int C, int R, int S, bool kWait = false>
 __device__ __forceinline__ void row_loop_q6k_staged(const uint8_t* __restrict__ row, size_t nb1, int nrows, int nblk,
                                                     const int8_t* __restrict__ aq, const float* __restrict__ ad,
                                                     int64_t width, int lane, int part, float (&acc)[R][C],
@@ -217,6 +240,7 @@ __device__ __forceinline__ void row_loop_q6k_staged(const uint8_t* __restrict__ 
   };
   int b0 = part * kStep;
   if (b0 < nblk) fetch(b0);
+  if constexpr (kWait) griddep_wait();  // as row_loop's
   for (; b0 < nblk; b0 += kStep * S) {
     __syncwarp();  // the last step's reads of stage are done
 #pragma unroll

@@ -261,9 +261,13 @@ void attention_decode(const AttnDecode& a, const RopeParams& rp, const float* fr
                       cudaStream_t st);
 // For each of n rows of n_vocab logits (packed): its kTopLogits largest values
 // and their ids, largest first, equal values by the lower id first; a row that
-// holds a NaN or +inf gets id -1 in its first slot (n_vocab >= kTopLogits).
+// holds a NaN or +inf gets id -1 in every slot (n_vocab >= kTopLogits).
+// scratch: top_logits_scratch_bytes(n, n_vocab) of device memory, zeroed
+// before its first use (each launch leaves its counters at zero again).
 inline constexpr int kTopLogits = 8;
-void top_logits(const float* logits, int n, int64_t n_vocab, float* top, int32_t* ids, cudaStream_t st);
+size_t top_logits_scratch_bytes(int n, int64_t n_vocab);
+void top_logits(const float* logits, int n, int64_t n_vocab, float* top, int32_t* ids, void* scratch,
+                size_t scratch_bytes, cudaStream_t st);
 
 // The most cells per sequence attention() takes (shared memory of one block).
 int attention_max_cells(int head_dim_v);

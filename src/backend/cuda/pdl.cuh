@@ -8,8 +8,11 @@
 // every block of this one has passed its wait, so the next kernel's blocks are
 // scheduled as this one's retire instead of after its last block. (Run 8
 // measured PDL without that trigger: 1B tg128 933 vs 900 t/s, 8B 260 vs 273.)
-// STRIX_CUDA_PDL=1: PDL with the GEMV's L2 prefetch of its weight rows before
-// the wait; 2: PDL without the prefetch; unset or 0: plain launches.
+// The GEMV issues its first weight loads before the wait (row_loop's kWait).
+// Default (unset or 2): PDL; STRIX_CUDA_PDL=0: plain launches; 1: PDL with
+// the GEMV's L2 prefetch of its weight rows before the wait. (H200 run 27:
+// tg128 1B 1,228 vs 1,167 plain, 8B 360.4 vs 347.7; runs 8-21 measured PDL
+// without the early loads: 1B +2.6%, 8B -1.3%.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,10 +41,20 @@ __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes, int lan
 #endif
 }
 
+// Prefetches [p, p + bytes) into L2 from one thread, a line at a time.
+__device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const char* c = static_cast<const char*>(p);
+  for (size_t off = 0; off < bytes; off += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 inline int pdl_mode() {
   static const int mode = [] {
     const char* e = std::getenv("STRIX_CUDA_PDL");
-    return e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
+    return e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : 2;
   }();
   return mode;
 }
