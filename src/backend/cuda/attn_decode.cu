@@ -17,7 +17,6 @@
 // last block of a KV head to finish (an atomic count, reset for the next
 // launch) rescales and sums them, then quantizes.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "backend/cuda/act_quant.cuh"
@@ -369,10 +368,7 @@ int sm_count() {
 // STRIX_CUDA_ATTN_LOADS=0: two K rows and (unrolled) four V rows per warp
 // step, as before run 27 (A/B of the loads in flight).
 bool deep_loads() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIX_CUDA_ATTN_LOADS");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_is("STRIX_CUDA_ATTN_LOADS", "0");
   return on;
 }
 

@@ -51,12 +51,14 @@ DevMem& DevMem::operator=(DevMem&& o) noexcept {
   return *this;
 }
 
+bool env_is(const char* name, const char* value) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::string(e) == value;
+}
+
 namespace {
 bool pinning_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIX_CUDA_PINNED");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_is("STRIX_CUDA_PINNED", "0");
   return on;
 }
 }  // namespace

@@ -105,6 +105,10 @@ class Device {
   int sm_count_ = 0;
 };
 
+// Whether environment variable `name` is set to `value`: the backend's A/B
+// switches (each caller keeps the answer in a static: read once per process).
+bool env_is(const char* name, const char* value);
+
 // Whether a CUDA device is usable; `why` gets the reason when not.
 bool device_available(std::string* why);
 

@@ -123,10 +123,7 @@ __global__ void gemv_q_kernel(Segs segs, const int8_t* __restrict__ aq, const fl
 // The one-column GEMV's layout: by the launch's size (auto), or
 // STRIX_CUDA_GEMV_MODE=plain (one warp per row, for A/B runs).
 bool gemv_plain() {
-  static const bool plain = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_MODE");
-    return e && std::string(e) == "plain";
-  }();
+  static const bool plain = env_is("STRIX_CUDA_GEMV_MODE", "plain");
   return plain;
 }
 
@@ -134,11 +131,10 @@ bool gemv_plain() {
 // Q6_K weights only, whatever its size (A/B runs; unset: by size, see
 // gemv_q_multi).
 int gemv_q6_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_Q6");
-    const std::string v = e ? e : "";
-    return v == "plain" ? 1 : v == "rows2" ? 2 : v == "split" ? 3 : 0;
-  }();
+  static const int mode = env_is("STRIX_CUDA_GEMV_Q6", "plain")   ? 1
+                          : env_is("STRIX_CUDA_GEMV_Q6", "rows2") ? 2
+                          : env_is("STRIX_CUDA_GEMV_Q6", "split") ? 3
+                                                                  : 0;
   return mode;
 }
 
@@ -146,10 +142,7 @@ int gemv_q6_mode() {
 // (row_loop's kPipe; H200 run 29: 8B tg128 398.3 vs 394.0, 1B even);
 // STRIX_CUDA_GEMV_PIPE=0 turns it off for A/B runs.
 bool gemv_pipe() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_PIPE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_is("STRIX_CUDA_GEMV_PIPE", "0");
   return on;
 }
 
@@ -157,19 +150,13 @@ bool gemv_pipe() {
 // (H200 run 31: 8B tg128 403.9 / 404.6 vs 398.4 / 396.3 with two, 1B 1,459 /
 // 1,477 vs 1,439 / 1,438); STRIX_CUDA_GEMV_ROWS=2 keeps two, for A/B runs.
 bool gemv_rows4() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_ROWS");
-    return !(e && std::string(e) == "2");
-  }();
+  static const bool on = !env_is("STRIX_CUDA_GEMV_ROWS", "2");
   return on;
 }
 
 // STRIX_CUDA_Q6_STAGE=0: Q6_K rows read lane by lane (row_loop), for A/B runs.
 bool q6_stage() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRIX_CUDA_Q6_STAGE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = !env_is("STRIX_CUDA_Q6_STAGE", "0");
   return on;
 }
 
