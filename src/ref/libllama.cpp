@@ -290,13 +290,23 @@ LibLlama::LibLlama() : ggml_(reference_dir() + "/" + kLibGgml), llama_(reference
   backend_init();
 
   // The CPU backend is a separate libggml-cpu-<arch>.so; libggml scores the
-  // variants against this CPU's features and registers the best one.
+  // variants against this CPU's features and registers the best one, unless
+  // reference_cpu_variant() names one.
   const std::string dir = reference_dir();
-  ggml_.fn<void (*)(const char*)>("ggml_backend_load_all_from_path")(dir.c_str());
+  const std::string variant = reference_cpu_variant();
+  if (variant.empty()) {
+    ggml_.fn<void (*)(const char*)>("ggml_backend_load_all_from_path")(dir.c_str());
+  } else {
+    const std::string path = dir + "/libggml-cpu-" + variant + ".so";
+    if (ggml_.fn<void* (*)(const char*)>("ggml_backend_load")(path.c_str()) == nullptr) {
+      throw Error("the reference libggml could not load " + path +
+                  " (STRIX_REF_CPU_VARIANT names a libggml-cpu build this CPU runs; \"best\" for libggml's pick)");
+    }
+  }
   const size_t n_dev = ggml_.fn<size_t (*)()>("ggml_backend_dev_count")();
   if (n_dev == 0) {
-    throw Error("the reference libggml registered no backend device after ggml_backend_load_all_from_path(" + dir +
-                "): no libggml-cpu-*.so there loads on this CPU");
+    throw Error("the reference libggml registered no backend device after loading from " + dir +
+                ": no libggml-cpu-*.so there loads on this CPU");
   }
 }
 

@@ -1,6 +1,9 @@
 #include "ref/reference.h"
 
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,7 +12,6 @@
 #include "core/error.h"
 #include "core/source_dir.h"
 #include "quant/types.h"
-
 
 namespace strix::ref {
 
@@ -38,6 +40,28 @@ std::string reference_dir() {
               " under the source tree or the working directory (run ./scripts/deps.sh, or set STRIX_LIBLLAMA_DIR)");
 }
 
+namespace {
+// AMX-INT8 (CPUID leaf 7, EDX bit 25): the CPUs libggml's sapphirerapids build is for.
+bool cpu_has_amx_int8() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return (d >> 25) & 1u;
+#else
+  return false;
+#endif
+}
+}  // namespace
+
+std::string reference_cpu_variant() {
+  if (const char* env = std::getenv("STRIX_REF_CPU_VARIANT"); env != nullptr && *env != '\0') {
+    const std::string v = env;
+    return v == "best" ? std::string() : v;
+  }
+  if (cpu_has_amx_int8() && fs::exists(fs::path(reference_dir()) / "libggml-cpu-zen4.so")) return "zen4";
+  return {};
+}
+
 SharedLib::SharedLib(const std::string& path) : path_(path) {
   handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {
@@ -51,9 +75,7 @@ SharedLib::~SharedLib() {
   // must outlive any object holding a pointer into it.
 }
 
-void* SharedLib::symbol_or_null(const char* name) const {
-  return handle_ ? ::dlsym(handle_, name) : nullptr;
-}
+void* SharedLib::symbol_or_null(const char* name) const { return handle_ ? ::dlsym(handle_, name) : nullptr; }
 
 void* SharedLib::symbol(const char* name) const {
   void* p = symbol_or_null(name);

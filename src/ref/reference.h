@@ -18,6 +18,16 @@ namespace strix::ref {
 // it does not exist.
 std::string reference_dir();
 
+// The libggml-cpu build the reference libllama computes with: "" for
+// libggml's own pick (the best build this CPU runs), else a build's name
+// ("zen4" loads libggml-cpu-zen4.so). STRIX_REF_CPU_VARIANT sets it ("best":
+// libggml's pick). Unset, it is libggml's pick except on a CPU with AMX, where
+// libggml takes its sapphirerapids build (AMX tiles for the quantized
+// matmuls, AVX512-FP16 for F16: sums in an order no Strix kernel follows) and
+// "zen4" is used instead, the build whose order Strix's AVX-512 level follows
+// (docs/MODELS.md). Speed comparisons set "best" (strix bench --compare).
+std::string reference_cpu_variant();
+
 // A dlopen'ed shared library. Symbols are looked up once and cached by callers.
 class SharedLib {
  public:

@@ -3,18 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <thread>
 #include <utility>
 
 #include "backend/cuda/cuda_context.h"
-#include "runtime/offload.h"
 #include "core/error.h"
 #include "core/mmap.h"
 #include "models/model.h"
 #include "ref/libllama.h"
 #include "runtime/context.h"
+#include "runtime/offload.h"
 #include "tools/bench.h"
 #include "tools/ref_threadpool.h"
 
@@ -220,6 +221,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
     }
     cuda::check_model(*model);
   }
+  if (o.compare) ::setenv("STRIX_REF_CPU_VARIANT", "best", 0);  // a speed comparison: libggml's own pick (bench.cpp)
   const int64_t n_vocab = model->hparams().n_vocab;
 
   std::unique_ptr<Side> strix_side;

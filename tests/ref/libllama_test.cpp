@@ -3,20 +3,23 @@
 // with several sequences, samplers and quantization. The expected story text is
 // libllama's own well-known greedy output for stories260K, not something Strix
 // produced.
-#include "core/source_dir.h"
+#include "ref/libllama.h"
+
+#include <cpuid.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "core/error.h"
-#include "ref/libllama.h"
+#include "core/source_dir.h"
 
 namespace strix::ref {
 namespace {
@@ -48,6 +51,38 @@ struct TempPath {
       : path((std::filesystem::temp_directory_path() / (stem + "-" + std::to_string(::getpid()) + ".gguf")).string()) {}
   ~TempPath() { std::remove(path.c_str()); }
 };
+
+// The reference's CPU build: STRIX_REF_CPU_VARIANT names one ("best": libggml's pick); unset,
+// libggml's pick, or zen4 on a CPU with AMX (libggml's sapphirerapids build sums in another order).
+TEST(LibLlama, cpu_variant_follows_the_environment) {
+  const char* old = std::getenv("STRIX_REF_CPU_VARIANT");
+  const std::string saved = old ? old : "";
+  ::setenv("STRIX_REF_CPU_VARIANT", "haswell", 1);
+  EXPECT_EQ(ref::reference_cpu_variant(), "haswell");
+  ::setenv("STRIX_REF_CPU_VARIANT", "best", 1);
+  EXPECT_EQ(ref::reference_cpu_variant(), "");
+  ::unsetenv("STRIX_REF_CPU_VARIANT");
+  const std::string pick = ref::reference_cpu_variant();
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && ((d >> 25) & 1u) != 0;
+  EXPECT_EQ(pick, amx ? "zen4" : "");
+  if (old) ::setenv("STRIX_REF_CPU_VARIANT", saved.c_str(), 1);
+  // and the loaded reference computes with that build
+  (void)LibLlama::get();
+  std::FILE* f = std::fopen("/proc/self/maps", "r");
+  ASSERT_NE(f, nullptr);
+  std::set<std::string> cpu_libs;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    const char* at = std::strstr(line, "libggml-cpu-");
+    if (at) cpu_libs.insert(std::string(at, std::strcspn(at, "\n")));
+  }
+  std::fclose(f);
+  ASSERT_EQ(cpu_libs.size(), 1u);
+  if (!old && amx) {
+    EXPECT_EQ(*cpu_libs.begin(), "libggml-cpu-zen4.so");
+  }
+}
 
 TEST(LibLlama, loads_and_passes_abi_self_check) {
   const LibLlama& lib = LibLlama::get();  // throws on any layout mismatch
@@ -103,9 +138,9 @@ TEST(LibLlama, context_fields_reach_libllama) {
     log = capture.text();
     EXPECT_EQ(ctx.n_batch(), 48u);
   }
-  for (const char* want : {"n_seq_max             = 3", "n_batch               = 48", "n_ubatch              = 16",
-                           "flash_attn            = disabled", "n_outputs_max         = 48",
-                           "n_outputs_max_per_seq = 48"}) {
+  for (const char* want :
+       {"n_seq_max             = 3", "n_batch               = 48", "n_ubatch              = 16",
+        "flash_attn            = disabled", "n_outputs_max         = 48", "n_outputs_max_per_seq = 48"}) {
     EXPECT_NE(log.find(want), std::string::npos) << want << "\n" << log;
   }
 }
@@ -146,9 +181,7 @@ TEST(LibLlama, missing_library_is_an_error_naming_it) {
   }
 }
 
-TEST(LibLlama, missing_model_file_is_an_error) {
-  EXPECT_THROW(LlamaModel("/nonexistent/model.gguf"), Error);
-}
+TEST(LibLlama, missing_model_file_is_an_error) { EXPECT_THROW(LlamaModel("/nonexistent/model.gguf"), Error); }
 
 TEST(LibLlama, model_reports_stories260k_dims) {
   REQUIRE_MODEL();
