@@ -62,6 +62,8 @@ std::string reference_cpu_variant() {
   return {};
 }
 
+void use_libggml_cpu_pick() { ::setenv("STRIX_REF_CPU_VARIANT", "best", 0); }
+
 SharedLib::SharedLib(const std::string& path) : path_(path) {
   handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) {

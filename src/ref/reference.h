@@ -25,8 +25,13 @@ std::string reference_dir();
 // libggml takes its sapphirerapids build (AMX tiles for the quantized
 // matmuls, AVX512-FP16 for F16: sums in an order no Strix kernel follows) and
 // "zen4" is used instead, the build whose order Strix's AVX-512 level follows
-// (docs/MODELS.md). Speed comparisons set "best" (strix bench --compare).
+// (docs/MODELS.md). Speed comparisons call use_libggml_cpu_pick().
 std::string reference_cpu_variant();
+
+// For a speed comparison: the reference runs as llama.cpp would on this CPU,
+// on libggml's own pick of its CPU build, unless STRIX_REF_CPU_VARIANT says
+// otherwise. Call before the first LibLlama::get().
+void use_libggml_cpu_pick();
 
 // A dlopen'ed shared library. Symbols are looked up once and cached by callers.
 class SharedLib {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <span>
 #include <thread>
@@ -221,7 +220,7 @@ nlohmann::json run_batched_bench(const BatchedBenchOptions& o, const std::string
     }
     cuda::check_model(*model);
   }
-  if (o.compare) ::setenv("STRIX_REF_CPU_VARIANT", "best", 0);  // a speed comparison: libggml's own pick (bench.cpp)
+  if (o.compare) ref::use_libggml_cpu_pick();
   const int64_t n_vocab = model->hparams().n_vocab;
 
   std::unique_ptr<Side> strix_side;

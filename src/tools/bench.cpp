@@ -366,9 +366,7 @@ std::vector<BenchResult> run_bench(const BenchOptions& o, const std::function<vo
     // ref::reference_dir() reads it; set before the first LibLlama::get()
     ::setenv("STRIX_LIBLLAMA_DIR", o.libllama_dir.c_str(), 1);
   }
-  // a speed comparison runs libllama as llama.cpp would on this CPU: libggml's own pick of its CPU
-  // build (ref::reference_cpu_variant), unless STRIX_REF_CPU_VARIANT says otherwise
-  if (o.compare) ::setenv("STRIX_REF_CPU_VARIANT", "best", 0);
+  if (o.compare) ref::use_libggml_cpu_pick();
   std::vector<BenchResult> out;
   for (const std::string& path : o.models) {
     const bool offload = o.ngl != "0";

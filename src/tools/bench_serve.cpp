@@ -4,7 +4,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -263,7 +262,7 @@ json run_bench_serve(const BenchServeOptions& o, const std::string& command, con
   m.tk = std::make_unique<tok::Tokenizer>(tok::Vocab::load(m.model->file()));
   m.n_vocab = m.model->hparams().n_vocab;
   if (o.compare) {
-    ::setenv("STRIX_REF_CPU_VARIANT", "best", 0);  // a speed comparison: libggml's own pick (bench.cpp)
+    ref::use_libggml_cpu_pick();
     m.ref = std::make_unique<ref::LlamaModel>(o.model);
     m.bos = m.ref->add_bos() ? m.ref->bos() : -1;
   } else {

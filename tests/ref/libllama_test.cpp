@@ -66,6 +66,13 @@ TEST(LibLlama, cpu_variant_follows_the_environment) {
   unsigned a = 0, b = 0, c = 0, d = 0;
   const bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && ((d >> 25) & 1u) != 0;
   EXPECT_EQ(pick, amx ? "zen4" : "");
+  // a speed comparison takes libggml's pick, but not over a variant the user named
+  ref::use_libggml_cpu_pick();
+  EXPECT_EQ(ref::reference_cpu_variant(), "");
+  ::setenv("STRIX_REF_CPU_VARIANT", "haswell", 1);
+  ref::use_libggml_cpu_pick();
+  EXPECT_EQ(ref::reference_cpu_variant(), "haswell");
+  ::unsetenv("STRIX_REF_CPU_VARIANT");
   if (old) ::setenv("STRIX_REF_CPU_VARIANT", saved.c_str(), 1);
   // and the loaded reference computes with that build
   (void)LibLlama::get();

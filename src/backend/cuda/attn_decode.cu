@@ -98,10 +98,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   for (int i = tid; i < half; i += kThreads) rope_cs(cs_s[i], i, ff, rc, cs_s[i], sn_s[i]);
+  const int sq = a.seq[0];
   {  // the cells before the token's (written by earlier forwards) on their way into L2
-    const int sq0 = a.seq[0], n_prev = p - cb < n_cells ? p - cb : n_cells;
+    const int n_prev = p - cb < n_cells ? p - cb : n_cells;
     for (int c = tid; c < n_prev; c += kThreads) {
-      const int64_t row = kv_cell(kv, sq0, cb + c);
+      const int64_t row = kv_cell(kv, sq, cb + c);
       prefetch_l2(kv.k + row * kv.k_dim + static_cast<int64_t>(kvh) * hdk, sizeof(uint16_t) * hdk);
       prefetch_l2(kv.v + row * kv.v_dim + static_cast<int64_t>(kvh) * hdv, sizeof(uint16_t) * hdv);
     }
@@ -117,7 +118,6 @@ __global__ void __launch_bounds__(kThreads)
     rope_rotate(h < kG ? q_s + h * hdk : k_s, i, cs_s[i], sn_s[i], rc);
   }
   __syncthreads();
-  const int sq = a.seq[0];
   const int64_t cell = kv_cell(kv, sq, p);
   for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = h2f(f2h(q_s[i]));
   if (split == n_active - 1) {  // the split holding the token's cell stores it (no other block reads it)

@@ -323,6 +323,7 @@ struct CudaContext::Impl {
   void mark(Profile::Kind k) { prof.mark(st(), k); }
 
   std::vector<int32_t> output_of, out_rows;
+  std::vector<int32_t> out_ids_mb;  // one micro-batch's output rows (decode's scratch)
   // The logits of the last decode's outputs: copied after each micro-batch
   // when the decode took several, else all at once when logits() first asks
   // (on_host), so a greedy step copies only top_host / top_ids_host, the
@@ -1319,7 +1320,7 @@ struct CudaContext::Impl {
 
     const int ub = static_cast<int>(opts.n_ubatch);
     int32_t* d_ids = ids.as<int32_t>();
-    std::vector<int32_t> out_ids;
+    std::vector<int32_t>& out_ids = out_ids_mb;  // kept: no allocation per decode step
     for (size_t first = 0; first < n; first += ub) {
       const int count = static_cast<int>(std::min<size_t>(ub, n - first));
       out_ids.clear();

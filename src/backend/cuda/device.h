@@ -56,8 +56,6 @@ class HostMem {
   // At least `bytes`; throws strix::Error naming `what` when no memory is left.
   void reserve(size_t bytes, const char* what);
   void* data() const { return p_; }
-  size_t capacity() const { return bytes_; }
-  bool pinned() const { return pinned_; }
 
  private:
   void release();

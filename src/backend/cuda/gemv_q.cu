@@ -160,6 +160,29 @@ bool q6_stage() {
   return on;
 }
 
+// The one-column launch's layouts: rows per warp (R), warps per row (S).
+enum class Mode { kPlain, kTwoRows, kFourRows, kSplit };
+
+template <bool P>
+void launch_one_column(Mode mode, dim3 grid, const Segs& sc, const int8_t* q, const float* d, int64_t width,
+                       cudaStream_t st) {
+  const dim3 block(32u * kGemvWarps);
+  switch (mode) {
+    case Mode::kFourRows:
+      check(pdl_launch(gemv_q_kernel<1, 4, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
+      break;
+    case Mode::kTwoRows:
+      check(pdl_launch(gemv_q_kernel<1, 2, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
+      break;
+    case Mode::kSplit:
+      check(pdl_launch(gemv_q_kernel<1, 1, 2, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
+      break;
+    case Mode::kPlain:
+      check(pdl_launch(gemv_q_kernel<1, 1, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
+      break;
+  }
+}
+
 }  // namespace
 
 bool gemv_q_supported(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K; }
@@ -200,9 +223,8 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   // H200 run 15: two rows per warp paid on the 28,672 gate/up rows of the 8B (four
   // since run 31) and lost on launches of 4-6k rows; 56-block rows of 4,096
   // (down) had 15 warps an SM
-  enum class Mode { kPlain, kTwoRows, kFourRows, kSplit };
-  Mode one = gemv_plain()                                                 ? Mode::kPlain
-             : all_rows >= 16384                                          ? Mode::kTwoRows
+  Mode one = gemv_plain()        ? Mode::kPlain
+             : all_rows >= 16384 ? (gemv_rows4() ? Mode::kFourRows : Mode::kTwoRows)
              : nblk * 256 >= 8192 && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
                                                                           : Mode::kPlain;
   // Q6_K (staged rows): two rows per warp from 4,096 rows instead of two warps
@@ -214,7 +236,6 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   if (all_q6 && gemv_q6_mode() != 0) {
     one = gemv_q6_mode() == 1 ? Mode::kPlain : gemv_q6_mode() == 2 ? Mode::kTwoRows : Mode::kSplit;
   }
-  if (one == Mode::kTwoRows && all_rows >= 16384 && gemv_rows4()) one = Mode::kFourRows;
   for (int t0 = 0; t0 < n;) {
     const int left = n - t0;
     const int c = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -241,23 +262,9 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
         break;
       default:
         if (gemv_pipe()) {
-          if (mode == Mode::kFourRows) {
-            check(pdl_launch(gemv_q_kernel<1, 4, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-          } else if (mode == Mode::kTwoRows) {
-            check(pdl_launch(gemv_q_kernel<1, 2, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-          } else if (mode == Mode::kSplit) {
-            check(pdl_launch(gemv_q_kernel<1, 1, 2, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-          } else {
-            check(pdl_launch(gemv_q_kernel<1, 1, 1, true>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-          }
-        } else if (mode == Mode::kFourRows) {
-          check(pdl_launch(gemv_q_kernel<1, 4, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-        } else if (mode == Mode::kTwoRows) {
-          check(pdl_launch(gemv_q_kernel<1, 2, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
-        } else if (mode == Mode::kSplit) {
-          check(pdl_launch(gemv_q_kernel<1, 1, 2>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          launch_one_column<true>(mode, grid, sc, qc, dc, width, st);
         } else {
-          check(pdl_launch(gemv_q_kernel<1, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+          launch_one_column<false>(mode, grid, sc, qc, dc, width, st);
         }
         break;
     }

@@ -17,8 +17,9 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
 #include <utility>
+
+#include "backend/cuda/device.h"
 
 namespace strix::cuda {
 
@@ -52,18 +53,14 @@ __device__ __forceinline__ void prefetch_l2(const void* p, size_t bytes) {
 }
 
 inline int pdl_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("STRIX_CUDA_PDL");
-    return e && (e[0] == '0' || e[0] == '1') ? e[0] - '0' : 2;
-  }();
+  static const int mode = env_is("STRIX_CUDA_PDL", "0") ? 0 : env_is("STRIX_CUDA_PDL", "1") ? 1 : 2;
   return mode;
 }
 inline bool pdl_enabled() { return pdl_mode() != 0; }
 inline bool pdl_prefetch() { return pdl_mode() == 1; }
 
 template <class... KArgs, class... Args>
-cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st,
-                       Args&&... args) {
+cudaError_t pdl_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;

@@ -91,8 +91,8 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
                                       float* __restrict__ x_out, int64_t dim, const float* __restrict__ w, float eps,
                                       float* __restrict__ out, int8_t* __restrict__ q, float* __restrict__ d) {
   __shared__ float row[kNormQuantThreads];
-  const int64_t i_own = static_cast<int64_t>(blockIdx.x) * kNormQuantThreads + threadIdx.x;
-  const float w_own = w && i_own < dim ? w[i_own] : 1.0f;  // the norm's weight: before the wait
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kNormQuantThreads + threadIdx.x;  // this thread's element
+  const float w_i = w && i < dim ? w[i] : 1.0f;  // the norm's weight: before the wait
   griddep_wait();
   const int64_t t = blockIdx.y;
   const float* xr = x + t * dim;
@@ -105,9 +105,9 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
     float v[kLoads];
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) {
-      const int64_t i = i0 + u * kNormQuantThreads;
-      v[u] = i < dim ? xr[i] : 0.0f;
-      if (yr && i < dim) v[u] = v[u] + yr[i];
+      const int64_t e = i0 + u * kNormQuantThreads;
+      v[u] = e < dim ? xr[e] : 0.0f;
+      if (yr && e < dim) v[u] = v[u] + yr[e];
     }
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) {
@@ -117,7 +117,6 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
   sum = block_sum<kNormQuantThreads>(sum);
   const float mean = static_cast<float>(sum / static_cast<double>(dim));
   const float scale = 1.0f / sqrtf(mean + eps);
-  const int64_t i = i_own;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   if (i < dim) {
     float v = xr[i];
@@ -126,7 +125,7 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
       x_out[t * dim + i] = v;
     }
     const float nv = v * scale;
-    const float o = w ? nv * w_own : nv;
+    const float o = w ? nv * w_i : nv;
     if (out) out[t * dim + i] = o;
     if constexpr (kBlk == 32) {  // whole warps: dim % 32 == 0
       quant_q8_0_warp(o, q + t * dim + (i - lane), d + t * (dim / 32) + i / 32, lane);
