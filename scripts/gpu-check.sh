@@ -70,6 +70,14 @@ if [ -n "${STRIX_TEST_BIN:-}" ]; then
 fi
 
 # ---- parity -ngl 99 against libllama on the CPU ----
+# spread FILE ARGS...: not a check, a receipt. libllama's haswell (AVX2) build against Strix's CPU,
+# which sums as libllama's zen4 build bit for bit where the CPU runs that build (the reference's
+# default there): how far two builds of libllama itself are apart on the model, next to the
+# CUDA row (docs/MODELS.md, "CUDA parity").
+spread() {
+  STRIX_REF_CPU_VARIANT=haswell "$S" parity -m "$1" -ngl 0 "${@:2}" 2>&1 | grep -E "^\s+(prefill|decode|mixed) " |
+    sed -e 's/^ */  libllama haswell build vs zen4 order: /' -e 's/ (limit [^)]*)//g' | cut -c1-170 >>"$OUT/parity.txt"
+}
 small=(--layers 4 --embd 256 --heads 8 --kv-heads 4 --ff 768 --vocab "$STORIES")
 for arch in llama qwen2 qwen3; do
   extra=()
@@ -80,6 +88,7 @@ for arch in llama qwen2 qwen3; do
   for t in f16 q8_0 q4_k_m; do
     check "parity -ngl 99 $arch $t (prefill, decode, mixed)" pass \
       bash -o pipefail -c "'$S' parity -m '$work/$arch-$t.gguf' -ngl 99 --tokens 128 | tee -a '$OUT/parity.txt'"
+    [ "$t" = f16 ] || spread "$work/$arch-$t.gguf" --tokens 128
   done
 done
 # every other weight type the float GEMV reads: one small llama each, decode (the GEMV path);
@@ -94,6 +103,7 @@ done
 for t in bf16 q4_0 q4_1 q5_0 q5_1 q2_K q3_K q5_K iq4_nl iq4_xs q4_k_s q3_k_m; do
   check "parity -ngl 99 llama $t (decode)" pass \
     bash -o pipefail -c "'$S' parity -m '$work/llama-$t.gguf' -ngl 99 --tokens 64 --mode decode | tee -a '$OUT/parity.txt'"
+  spread "$work/llama-$t.gguf" --tokens 64 --mode decode
 done
 # negative control: Strix runs a model with other weights (seed 2) than libllama's
 "$S" synth --arch llama "${small[@]}" --type f16 --seed 2 -o "$work/llama-f16-seed2.gguf" >>"$OUT/log.txt" 2>&1
@@ -168,6 +178,6 @@ if [ $speed = 1 ]; then
 fi
 
 note "---- $fails check(s) failed"
-cat "$OUT/parity.txt" 2>/dev/null | grep -E "^\s+(prefill|decode|mixed|greedy)|verdict" | tail -40
+cat "$OUT/parity.txt" 2>/dev/null | grep -E "^\s+(prefill|decode|mixed|greedy|libllama haswell)|verdict" | tail -60
 cat "$OUT/bench.txt" 2>/dev/null
 [ $fails -eq 0 ]

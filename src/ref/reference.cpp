@@ -1,9 +1,6 @@
 #include "ref/reference.h"
 
 #include <dlfcn.h>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #include <cstdlib>
 #include <filesystem>
@@ -41,12 +38,12 @@ std::string reference_dir() {
 }
 
 namespace {
-// AMX-INT8 (CPUID leaf 7, EDX bit 25): the CPUs libggml's sapphirerapids build is for.
-bool cpu_has_amx_int8() {
+// The features libggml's zen4 build needs (AVX-512 F, VBMI, VNNI, BF16).
+bool cpu_runs_zen4_build() {
 #if defined(__x86_64__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
-  return (d >> 25) & 1u;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi") &&
+         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
 #else
   return false;
 #endif
@@ -58,7 +55,7 @@ std::string reference_cpu_variant() {
     const std::string v = env;
     return v == "best" ? std::string() : v;
   }
-  if (cpu_has_amx_int8() && fs::exists(fs::path(reference_dir()) / "libggml-cpu-zen4.so")) return "zen4";
+  if (cpu_runs_zen4_build() && fs::exists(fs::path(reference_dir()) / "libggml-cpu-zen4.so")) return "zen4";
   return {};
 }
 

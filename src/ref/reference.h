@@ -21,11 +21,13 @@ std::string reference_dir();
 // The libggml-cpu build the reference libllama computes with: "" for
 // libggml's own pick (the best build this CPU runs), else a build's name
 // ("zen4" loads libggml-cpu-zen4.so). STRIX_REF_CPU_VARIANT sets it ("best":
-// libggml's pick). Unset, it is libggml's pick except on a CPU with AMX, where
-// libggml takes its sapphirerapids build (AMX tiles for the quantized
-// matmuls, AVX512-FP16 for F16: sums in an order no Strix kernel follows) and
-// "zen4" is used instead, the build whose order Strix's AVX-512 level follows
-// (docs/MODELS.md). Speed comparisons call use_libggml_cpu_pick().
+// libggml's pick). Unset, it is "zen4" on a CPU that runs libggml's zen4
+// build (AVX-512 F, VBMI, VNNI, BF16): the build whose order Strix's AVX-512
+// level follows bit for bit. On Intel CPUs of that level libggml picks its
+// sapphirerapids build instead, which sums in another order, with AMX tiles
+// or without them (the H200 host has no AMX and its quantized models still
+// differ from zen4's by a mean KL of 5e-4; docs/MODELS.md). Elsewhere it is
+// libggml's pick. Speed comparisons call use_libggml_cpu_pick().
 std::string reference_cpu_variant();
 
 // For a speed comparison: the reference runs as llama.cpp would on this CPU,

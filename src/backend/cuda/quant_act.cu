@@ -86,7 +86,8 @@ constexpr int kNormQuantThreads = 256;
 // unfused kernel) get the same scale; the sum of the row is the only thing a
 // block reads outside its chunk, which is why the updated residual goes to
 // x_out (never x) and the normed row to out (never y).
-template <int kBlk>
+// kLoads: loads in flight per thread in the sum (norm_loads16).
+template <int kBlk, int kLoads>
 __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* __restrict__ y,
                                       float* __restrict__ x_out, int64_t dim, const float* __restrict__ w, float eps,
                                       float* __restrict__ out, int8_t* __restrict__ q, float* __restrict__ d) {
@@ -99,7 +100,6 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
   const float* yr = y ? y + t * dim : nullptr;
   // each thread's elements in rms_norm_kernel's order, kLoads of them loaded
   // before they are summed (a plain loop waits out one load at a time)
-  constexpr int kLoads = 8;
   double sum = 0;
   for (int64_t i0 = threadIdx.x; i0 < dim; i0 += kLoads * kNormQuantThreads) {
     float v[kLoads];
@@ -144,6 +144,17 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
   }
 }
 
+// Loads in flight per thread in the fused norm's sum: 16 for rows over 2,048
+// (a row of 4,096 in one round of x and y loads: H200 8B tg128, run 34 407.3 /
+// 405.0 / 407.2 vs 402.6 / 403.9 / 402.7 with 8, run 35 405.0 / 404.7 / 407.2
+// vs 402.8 / 403.7 / 403.5), else 8 (one round already); STRIX_CUDA_NORM_LOADS=8
+// keeps 8 for A/B runs. (Keeping the thread's own element from these loads
+// instead of reading it again after the block sum lost: run 35, 8B 371-373.)
+bool norm_loads16() {
+  static const bool on = !env_is("STRIX_CUDA_NORM_LOADS", "8");
+  return on;
+}
+
 }  // namespace
 
 void quantize_act(GgmlType wtype, const float* x, int64_t x_stride, int n, int64_t width, int8_t* q, float* d,
@@ -176,10 +187,13 @@ void rms_norm_quant(const float* x, const float* y, float* x_out, int n, int64_t
   }
   if (n == 0) return;
   const dim3 grid(blocks_for(dim, kNormQuantThreads), static_cast<unsigned>(n));
+  const dim3 block(kNormQuantThreads);
+  const bool wide = dim > 8 * kNormQuantThreads && norm_loads16();
+  auto launch = [&](auto kernel) { pdl_launch(kernel, grid, block, 0, st, x, y, x_out, dim, w, eps, out, q, d); };
   if (blk == 32) {
-    pdl_launch(rms_norm_quant_kernel<32>, grid, dim3(kNormQuantThreads), 0, st, x, y, x_out, dim, w, eps, out, q, d);
+    wide ? launch(rms_norm_quant_kernel<32, 16>) : launch(rms_norm_quant_kernel<32, 8>);
   } else {
-    pdl_launch(rms_norm_quant_kernel<256>, grid, dim3(kNormQuantThreads), 0, st, x, y, x_out, dim, w, eps, out, q, d);
+    wide ? launch(rms_norm_quant_kernel<256, 16>) : launch(rms_norm_quant_kernel<256, 8>);
   }
   check_launch("rms_norm_quant");
 }
