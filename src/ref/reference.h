@@ -24,10 +24,9 @@ std::string reference_dir();
 // libggml's pick). Unset, it is "zen4" on a CPU that runs libggml's zen4
 // build (AVX-512 F, VBMI, VNNI, BF16): the build whose order Strix's AVX-512
 // level follows bit for bit. On Intel CPUs of that level libggml picks its
-// sapphirerapids build instead, which sums in another order, with AMX tiles
-// or without them (the H200 host has no AMX and its quantized models still
-// differ from zen4's by a mean KL of 5e-4; docs/MODELS.md). Elsewhere it is
-// libggml's pick. Speed comparisons call use_libggml_cpu_pick().
+// sapphirerapids build instead, which sums in another order (a mean KL of
+// 5e-4 from zen4's on the quantized parity models; docs/MODELS.md).
+// Elsewhere it is libggml's pick. Speed comparisons call use_libggml_cpu_pick().
 std::string reference_cpu_variant();
 
 // For a speed comparison: the reference runs as llama.cpp would on this CPU,
