@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # run 36: the committed defaults (the fused norm's 16 loads for rows over 2,048; no fused GEMV
-# epilogues), every CUDA test, gpu-check --no-speed (with the reference-spread receipts), and the
-# 8B's tg128 / pp512 with this run's copy bandwidth.
+# epilogues), every CUDA test, and the 8B tg128 / pp512 with this run's copy bandwidth (gpu-check left out: device time).
 set -u
 export LD_LIBRARY_PATH=$PWD/.devcarry:${LD_LIBRARY_PATH:-}
 export STRIX_STORIES=$PWD/.devcarry/stories260K.gguf STRIX_LIBLLAMA_DIR=$PWD/.devcarry/ggml
@@ -18,7 +17,7 @@ for rep in 1 2 3; do timeout 25 $S bench -m $w/l8b.gguf -ngl 99 -p 0 -n 128 -r 3
 timeout 50 $S bench -m $w/l8b.gguf -ngl 99 -p 512 -n 128 -r 3 --out-json $R/bench-8b.json 2>&1 | grep -E "\| *(pp|tg)|rror" | tee -a $R/speed.txt
 rm -f $w/l8b.gguf
 echo "speed done at $((SECONDS - t0)) s"
-OUT=$R/check STRIX_BIN=$S STORIES=.devcarry/stories260K.gguf VOCAB3=$V timeout $((430 - (SECONDS - t0))) bash scripts/gpu-check.sh --no-speed > $R/check.txt 2>&1
-echo "gpu-check rc $? at $((SECONDS - t0)) s"
-grep -E "^(ok|FAIL|----)" $R/check/summary.txt 2>/dev/null | cut -c1-110
+echo "gpu-check left out (device time)"
+
+
 tar czf $OUT/run36.tgz -C $OUT r36 && rm -rf $R
