@@ -55,8 +55,6 @@ struct TempPath {
   ~TempPath() { std::remove(path.c_str()); }
 };
 
-// The reference's CPU build: STRIX_REF_CPU_VARIANT names one ("best": libggml's pick); unset,
-// libggml's pick, or zen4 on a CPU with AMX (libggml's sapphirerapids build sums in another order).
 // Whether every flag is on the first "flags" line of /proc/cpuinfo.
 bool cpuinfo_has(std::initializer_list<const char*> flags) {
   std::ifstream in("/proc/cpuinfo");
@@ -73,6 +71,9 @@ bool cpuinfo_has(std::initializer_list<const char*> flags) {
   return false;
 }
 
+// The reference's CPU build: STRIX_REF_CPU_VARIANT names one ("best": libggml's pick); unset,
+// zen4 on a CPU whose flags run that build (libggml would pick its sapphirerapids build on Intel
+// ones, which sums in another order), else libggml's pick; and the mapped libggml-cpu is that build.
 TEST(LibLlama, cpu_variant_follows_the_environment) {
   const char* old = std::getenv("STRIX_REF_CPU_VARIANT");
   const std::string saved = old ? old : "";

@@ -8,6 +8,7 @@
 // bytes; up to 8 token columns share every weight load.
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/device.h"
@@ -163,26 +164,6 @@ bool q6_stage() {
 // The one-column launch's layouts: rows per warp (R), warps per row (S).
 enum class Mode { kPlain, kTwoRows, kFourRows, kSplit };
 
-template <bool P>
-void launch_one_column(Mode mode, dim3 grid, const Segs& sc, const int8_t* q, const float* d, int64_t width,
-                       cudaStream_t st) {
-  const dim3 block(32u * kGemvWarps);
-  switch (mode) {
-    case Mode::kFourRows:
-      check(pdl_launch(gemv_q_kernel<1, 4, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
-      break;
-    case Mode::kTwoRows:
-      check(pdl_launch(gemv_q_kernel<1, 2, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
-      break;
-    case Mode::kSplit:
-      check(pdl_launch(gemv_q_kernel<1, 1, 2, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
-      break;
-    case Mode::kPlain:
-      check(pdl_launch(gemv_q_kernel<1, 1, 1, P>, grid, block, 0, st, sc, q, d, width), "gemv_q");
-      break;
-  }
-}
-
 }  // namespace
 
 bool gemv_q_supported(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K; }
@@ -250,22 +231,37 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
                                : mode == Mode::kSplit   ? kGemvWarps / 2
                                                         : kGemvWarps;
     const dim3 grid(layout(sc, rows_per_block));  // before sc is passed
+    auto go = [&](auto kernel) { check(pdl_launch(kernel, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q"); };
+    // one column: the layout's kernel, with or without the pipelined loads
+    auto one_column = [&](auto pipe) {
+      constexpr bool P = decltype(pipe)::value;
+      switch (mode) {
+        case Mode::kFourRows:
+          go(gemv_q_kernel<1, 4, 1, P>);
+          break;
+        case Mode::kTwoRows:
+          go(gemv_q_kernel<1, 2, 1, P>);
+          break;
+        case Mode::kSplit:
+          go(gemv_q_kernel<1, 1, 2, P>);
+          break;
+        case Mode::kPlain:
+          go(gemv_q_kernel<1, 1, 1, P>);
+          break;
+      }
+    };
     switch (c) {
       case 8:
-        check(pdl_launch(gemv_q_kernel<8, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        go(gemv_q_kernel<8, 1, 1>);
         break;
       case 4:
-        check(pdl_launch(gemv_q_kernel<4, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        go(gemv_q_kernel<4, 1, 1>);
         break;
       case 2:
-        check(pdl_launch(gemv_q_kernel<2, 1, 1>, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q");
+        go(gemv_q_kernel<2, 1, 1>);
         break;
       default:
-        if (gemv_pipe()) {
-          launch_one_column<true>(mode, grid, sc, qc, dc, width, st);
-        } else {
-          launch_one_column<false>(mode, grid, sc, qc, dc, width, st);
-        }
+        gemv_pipe() ? one_column(std::true_type{}) : one_column(std::false_type{});
         break;
     }
     check_launch("gemv_q");
