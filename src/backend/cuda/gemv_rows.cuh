@@ -65,6 +65,14 @@ struct BQ8_0 {
   }
 };
 
+// dp4a with the first operand's bytes unsigned: the high nibbles of Q4_K as
+// 16 n (n & 0xF0 in place), their sum shifted down once after the four products.
+__device__ __forceinline__ int dp4a_us(int a, int b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
 // ---- Q4_K x Q8_K: 8 lanes per super-block (16 quant bytes each: 16 low and
 // 16 high nibbles of sub-blocks 2p, 2p + 1); the block's header (d, dmin, 12
 // scale bytes) is one 16-byte load ----
@@ -107,11 +115,12 @@ struct BQ4_K {
       int dlo = 0, dhi = 0, slo = 0, shi = 0;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        dlo = __dp4a(qw[k] & 0x0F0F0F0F, al[k], dlo);
-        dhi = __dp4a((qw[k] >> 4) & 0x0F0F0F0F, ah[k], dhi);
+        dlo = dp4a_us(qw[k] & 0x0F0F0F0F, al[k], dlo);
+        dhi = dp4a_us(qw[k] & static_cast<int>(0xF0F0F0F0u), ah[k], dhi);
         slo = __dp4a(0x01010101, al[k], slo);
         shi = __dp4a(0x01010101, ah[k], shi);
       }
+      dhi >>= 4;  // a multiple of 16: exact
       const float da = ad[c * (width / 256) + b];
       acc[c] = fmaf(dw * da, static_cast<float>(sc_lo * dlo + sc_hi * dhi), acc[c]);
       acc[c] = fmaf(-dmin * da, static_cast<float>(m_lo * slo + m_hi * shi), acc[c]);

@@ -90,7 +90,8 @@ constexpr int kNormQuantThreads = 256;
 template <int kBlk, int kLoads>
 __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* __restrict__ y,
                                       float* __restrict__ x_out, int64_t dim, const float* __restrict__ w, float eps,
-                                      float* __restrict__ out, int8_t* __restrict__ q, float* __restrict__ d) {
+                                      float* __restrict__ out, int8_t* __restrict__ q, float* __restrict__ d,
+                                      bool own_first) {
   __shared__ float row[kNormQuantThreads];
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kNormQuantThreads + threadIdx.x;  // this thread's element
   const float w_i = w && i < dim ? w[i] : 1.0f;  // the norm's weight: before the wait
@@ -98,6 +99,12 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
   const int64_t t = blockIdx.y;
   const float* xr = x + t * dim;
   const float* yr = y ? y + t * dim : nullptr;
+  // this thread's own element, loaded with the sum's loads rather than after the block sum
+  float own = 0.0f;
+  if (own_first && i < dim) {
+    own = xr[i];
+    if (yr) own = own + yr[i];
+  }
   // each thread's elements in rms_norm_kernel's order, kLoads of them loaded
   // before they are summed (a plain loop waits out one load at a time)
   double sum = 0;
@@ -119,11 +126,12 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
   const float scale = 1.0f / sqrtf(mean + eps);
   const int lane = static_cast<int>(threadIdx.x) % 32;
   if (i < dim) {
-    float v = xr[i];
-    if (yr) {
-      v = v + yr[i];
-      x_out[t * dim + i] = v;
+    float v = own;
+    if (!own_first) {
+      v = xr[i];
+      if (yr) v = v + yr[i];
     }
+    if (yr) x_out[t * dim + i] = v;
     const float nv = v * scale;
     const float o = w ? nv * w_i : nv;
     if (out) out[t * dim + i] = o;
@@ -152,6 +160,13 @@ __global__ void rms_norm_quant_kernel(const float* __restrict__ x, const float* 
 // instead of reading it again after the block sum lost: run 35, 8B 371-373.)
 bool norm_loads16() {
   static const bool on = !env_is("STRIX_CUDA_NORM_LOADS", "8");
+  return on;
+}
+
+// Each thread's own element is loaded with the sum's loads (one round trip
+// less after the block sum); STRIX_CUDA_NORM_OWN=0 reads it after the sum, for A/B runs.
+bool norm_own_first() {
+  static const bool on = !env_is("STRIX_CUDA_NORM_OWN", "0");
   return on;
 }
 
@@ -189,7 +204,10 @@ void rms_norm_quant(const float* x, const float* y, float* x_out, int n, int64_t
   const dim3 grid(blocks_for(dim, kNormQuantThreads), static_cast<unsigned>(n));
   const dim3 block(kNormQuantThreads);
   const bool wide = dim > 8 * kNormQuantThreads && norm_loads16();
-  auto launch = [&](auto kernel) { pdl_launch(kernel, grid, block, 0, st, x, y, x_out, dim, w, eps, out, q, d); };
+  const bool own_first = norm_own_first();
+  auto launch = [&](auto kernel) {
+    pdl_launch(kernel, grid, block, 0, st, x, y, x_out, dim, w, eps, out, q, d, own_first);
+  };
   if (blk == 32) {
     wide ? launch(rms_norm_quant_kernel<32, 16>) : launch(rms_norm_quant_kernel<32, 8>);
   } else {
