@@ -181,8 +181,9 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const int64_t cell = kv_cell(kv, sq, p);
   for (int i = tid; i < kG * hdk; i += kThreads) q_s[i] = h2f(f2h(q_s[i]));
-  if (split ==
-      n_active - 1) {  // the split holding the token's cell stores it (its second block: in shared memory only)
+  // the split holding the token's cell stores it (with two blocks per KV head, the second keeps
+  // it in its shared memory only)
+  if (split == n_active - 1) {
     const int own = p - cb;
     for (int i = tid; i < hdk; i += kThreads) {
       const uint16_t h = f2h(k_s[i]);
