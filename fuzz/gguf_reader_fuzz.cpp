@@ -4,7 +4,9 @@
 //   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DSTRIX_FUZZ=ON \
 //     -DSTRIX_TESTS=OFF -DSTRIX_BENCH=OFF -DSTRIX_WERROR=OFF
 //   ninja -C build-fuzz gguf_reader_fuzz
-//   build-fuzz/fuzz/gguf_reader_fuzz -max_len=4096 CORPUS_DIR tests/data/gguf-corpus
+//   STRIX_FUZZ_SEEDS_DIR=SEEDS build/tests/test_gguf --gtest_filter='GgufFuzzCorpus.*'
+//   build-fuzz/fuzz/gguf_reader_fuzz -max_len=4096 CORPUS_DIR SEEDS
+// (the seeds are written by the test from GgufWriter files; none is stored in the repository)
 #include <cstddef>
 #include <cstdint>
 #include <string>

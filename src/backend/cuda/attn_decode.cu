@@ -5,11 +5,11 @@
 // cache row a block reads, and the context is cut into up to gridDim.y splits
 // of at least min_chunk cells (flash-decoding) so that a long context keeps
 // every SM busy. The block whose split holds the token's own cell stores it.
-// One token with one split (a context of up to min_chunk cells): each block's
-// earlier cells are copied into shared memory before griddep_wait (while the
-// q/k/v GEMV ends), and a KV head's G query heads are cut over two blocks (G/2
-// each, both staging the cells, the first storing the token's): H200 run 40,
-// 8B tg128 401.2 / 401.8 against 379.2 / 380.6 with one block per KV head.
+// One token: each block's earlier cells are copied into shared memory before
+// griddep_wait (while the q/k/v GEMV ends); with one split as well (a context
+// of up to min_chunk cells) a KV head's G query heads are cut over two blocks
+// (G/2 each, both staging the cells, the first storing the token's): H200 run
+// 40, 8B tg128 401.2 / 401.8 against 379.2 / 380.6 with one block per KV head.
 //
 // One split (every context up to min_chunk cells, or a launch with one split):
 // every value equals the unfused sequence (rope_kv_store, attention,
@@ -23,6 +23,7 @@
 // launch) rescales and sums them, then quantizes.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/act_quant.cuh"
 #include "backend/cuda/common.cuh"
@@ -445,28 +446,25 @@ bool deep_loads() {
   return on;
 }
 
-template <int kG, int kCells, int kVRows, bool kStage>
-void launch_kernel(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem,
-                   int n_split, int stage_cells, int subs, cudaStream_t st) {
-  auto* kernel = attn_decode_kernel<kG, kCells, kVRows, kStage>;
-  static const bool opted = [kernel] {
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()) == cudaSuccess;
-  }();
-  if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
-  check(pdl_launch(kernel,
-                   dim3(static_cast<unsigned>(a.n_head_kv * subs), static_cast<unsigned>(n_split),
-                        static_cast<unsigned>(a.n_tokens)),
-                   dim3(kThreads), smem, st, a, rc, ff, kv, stage_cells),
-        "attention_decode");
-}
-
 template <int kG, int kCells, int kVRows>
 void launch_as(const AttnDecode& a, const RopeConsts& rc, const float* ff, const KvLayout& kv, size_t smem, int n_split,
                int stage_cells, int subs, cudaStream_t st) {
+  // one instantiation per kStage (std::bool_constant), so each kernel has its own opt-in flag
+  auto go = [&](auto stage) {
+    auto* kernel = attn_decode_kernel<kG, kCells, kVRows, decltype(stage)::value>;
+    static const bool opted =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem_optin()) == cudaSuccess;
+    if (!opted) throw Error("attention_decode: cudaFuncSetAttribute failed");
+    check(pdl_launch(kernel,
+                     dim3(static_cast<unsigned>(a.n_head_kv * subs), static_cast<unsigned>(n_split),
+                          static_cast<unsigned>(a.n_tokens)),
+                     dim3(kThreads), smem, st, a, rc, ff, kv, stage_cells),
+          "attention_decode");
+  };
   if (stage_cells > 0) {
-    launch_kernel<kG, kCells, kVRows, true>(a, rc, ff, kv, smem, n_split, stage_cells, subs, st);
+    go(std::true_type{});
   } else {
-    launch_kernel<kG, kCells, kVRows, false>(a, rc, ff, kv, smem, n_split, stage_cells, subs, st);
+    go(std::false_type{});
   }
 }
 

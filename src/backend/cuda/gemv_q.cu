@@ -6,7 +6,6 @@
 // with 16-byte (Q4_K) or 2-byte (Q8_0, Q6_K: 34- and 210-byte blocks) loads,
 // lanes spread over consecutive blocks so a warp's loads cover contiguous
 // bytes; up to 8 token columns share every weight load.
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
@@ -162,23 +161,6 @@ bool q6_stage() {
   return on;
 }
 
-// Rows of Q8_K-class weights from this many elements take several warps each
-// (kSplit) in a one-column launch under 16k rows; STRIX_CUDA_GEMV_SPLIT_FROM
-// sets it and STRIX_CUDA_GEMV_SPLIT_WARPS (2 or 4) the warps per row, for A/B
-// runs. H200 run 41, 8B tg128: 424.2 / 424.7 with these defaults, 407.6 / 409.0
-// from 4,096 (the q/k/v and o GEMVs split too), 418.5 / 418.3 with four warps.
-int64_t split_from() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("STRIX_CUDA_GEMV_SPLIT_FROM");
-    return e ? std::max<int64_t>(256, std::atoll(e)) : int64_t{8192};
-  }();
-  return v;
-}
-int split_warps() {
-  static const int v = env_is("STRIX_CUDA_GEMV_SPLIT_WARPS", "4") ? 4 : 2;
-  return v;
-}
-
 // The one-column launch's layouts: rows per warp (R), warps per row (S).
 enum class Mode { kPlain, kTwoRows, kFourRows, kSplit };
 
@@ -221,11 +203,12 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
   const int64_t nblk = width / gemv_q_block(outs[0].w->type);
   // H200 run 15: two rows per warp paid on the 28,672 gate/up rows of the 8B (four
   // since run 31) and lost on launches of 4-6k rows; 56-block rows of 4,096
-  // (down) had 15 warps an SM
+  // (down) had 15 warps an SM. Splitting rows from 4,096 elements (q/k/v, o) or over four
+  // warps lost (run 41, 8B tg128: 407.6 / 409.0 and 418.5 / 418.3 against 424.2 / 424.7).
   Mode one = gemv_plain()        ? Mode::kPlain
              : all_rows >= 16384 ? (gemv_rows4() ? Mode::kFourRows : Mode::kTwoRows)
-             : nblk * 256 >= split_from() && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
-                                                                                  : Mode::kPlain;
+             : nblk * 256 >= 8192 && gemv_q_block(outs[0].w->type) == 256 ? Mode::kSplit
+                                                                          : Mode::kPlain;
   // Q6_K (staged rows): two rows per warp from 4,096 rows instead of two warps
   // per row (H200 run 29: the 8B's 4,096 x 56-block downs, tg128 406.2 vs 394.0;
   // the 1B's 2,048 x 32-block downs lost 1.2% with it, so they stay split)
@@ -246,7 +229,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
     const Mode mode = c == 1 ? one : Mode::kPlain;
     const int rows_per_block = mode == Mode::kFourRows  ? 4 * kGemvWarps
                                : mode == Mode::kTwoRows ? 2 * kGemvWarps
-                               : mode == Mode::kSplit   ? static_cast<int>(kGemvWarps) / split_warps()
+                               : mode == Mode::kSplit   ? kGemvWarps / 2
                                                         : kGemvWarps;
     const dim3 grid(layout(sc, rows_per_block));  // before sc is passed
     auto go = [&](auto kernel) { check(pdl_launch(kernel, grid, dim3(threads), 0, st, sc, qc, dc, width), "gemv_q"); };
@@ -261,7 +244,7 @@ void gemv_q_multi(const GemvOut* outs, int count, const int8_t* q, const float* 
           go(gemv_q_kernel<1, 2, 1, P>);
           break;
         case Mode::kSplit:
-          split_warps() == 4 ? go(gemv_q_kernel<1, 1, 4, P>) : go(gemv_q_kernel<1, 1, 2, P>);
+          go(gemv_q_kernel<1, 1, 2, P>);
           break;
         case Mode::kPlain:
           go(gemv_q_kernel<1, 1, 1, P>);
