@@ -1,5 +1,5 @@
 // strix parity -m FILE [--tokens N] [--threads N] [--mode prefill|decode|mixed|all]
-//              [--seed S] [--ubatch N]
+//              [--seed S] [--ubatch N] [--exact]
 // Runs libllama (the pinned reference) and Strix on the same token ids and
 // compares the logits at every position.
 #include <cstdio>
@@ -18,7 +18,7 @@ namespace {
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: strix parity -m FILE [--tokens N] [--threads N] [--mode prefill|decode|mixed|all]\n"
-               "                    [--seed S] [--ubatch N] [--trace]\n"
+               "                    [--seed S] [--ubatch N] [--trace] [--exact]\n"
                "\n"
                "Run libllama (the pinned reference, from node_modules/@node-llama-cpp) and Strix on the\n"
                "same token ids; print mean and max KL(libllama || strix), max |dlogit|, top-1 agreement\n"
@@ -32,6 +32,7 @@ void usage(FILE* out) {
                "  --seed S           picks the token ids (default 1)\n"
                "  --ubatch N         micro-batch size of both sides (default 512)\n"
                "  --trace            print each position whose KL is not 0\n"
+               "  --exact            CUDA: libllama's CPU float order in every op (F32/F16/Q8_0/Q4_K/Q6_K)\n"
                "  --greedy N         instead: generate N tokens greedily from BOS on both sides and compare\n"
                "                     the token ids (each side feeds back its own choice)\n"
                "  --strix-model FILE Strix loads FILE, libllama -m FILE (negative controls: must FAIL)\n"
@@ -67,6 +68,8 @@ int cmd_parity(int argc, char** argv) {
       mode = next();
     } else if (a == "--trace") {
       o.trace = true;
+    } else if (a == "--exact") {
+      o.exact = true;
     } else if (a == "--greedy") {
       greedy = std::stoi(next());
     } else if (a == "--strix-model") {
@@ -85,7 +88,8 @@ int cmd_parity(int argc, char** argv) {
     usage(stderr);
     return 1;
   }
-  if (o.n_tokens < 1 || o.n_threads < 1 || o.n_ubatch < 1) throw Error("parity: --tokens, --threads and --ubatch must be >= 1");
+  if (o.n_tokens < 1 || o.n_threads < 1 || o.n_ubatch < 1)
+    throw Error("parity: --tokens, --threads and --ubatch must be >= 1");
   if (greedy > 0) {
     const GreedyReport g = run_greedy(path, greedy, o);
     std::printf("%s\n  greedy %d tokens [%s]: %s", path.c_str(), greedy, g.backend.c_str(),
@@ -94,8 +98,8 @@ int cmd_parity(int argc, char** argv) {
     std::printf("\n  text: %s\nverdict: %s\n", g.text.c_str(), g.pass() ? "PASS" : "FAIL");
     return g.pass() ? 0 : 2;
   }
-  std::vector<std::string> modes = mode == "all" ? std::vector<std::string>{"prefill", "decode", "mixed"}
-                                                 : std::vector<std::string>{mode};
+  std::vector<std::string> modes =
+      mode == "all" ? std::vector<std::string>{"prefill", "decode", "mixed"} : std::vector<std::string>{mode};
   bool ok = true;
   std::printf("%s\n", path.c_str());
   for (const std::string& m : modes) {

@@ -47,6 +47,7 @@ void usage(FILE* out) {
       "  -hff, --hf-file FILE         the file of the -hf repo (overrides the quant tag)\n"
       "  -hft, --hf-token TOKEN       the hub access token (default: $HF_TOKEN)\n"
       "  -cb, --cont-batching         accepted: batching is always continuous\n"
+      "  --exact                      CUDA: libllama's CPU float order in every op (F32/F16/Q8_0/Q4_K/Q6_K)\n"
       "       --path DIR              serve the files under DIR to GET requests (no API key needed)\n"
       "  -c,  --ctx-size N            KV cache size in tokens, shared by all slots (default: 4096)\n"
       "  -np, --parallel N            requests decoded at once (slots; default: 1); more wait in a queue\n"
@@ -147,6 +148,7 @@ std::string base_name(const std::string& path) {
 int cmd_serve(int argc, char** argv) {
   std::string model_path, host = "127.0.0.1", alias, tmpl, reasoning_format = "auto";
   std::vector<std::string> api_keys;
+  bool exact = false;
   int64_t n_ctx = 4096, n_parallel = 1, n_batch = 2048, n_ubatch = 512, n_threads = 0, port = 8080;
   int64_t body_limit = 16 << 20, timeout_s = 600, reasoning_budget = -1, cache_reuse = 0, n_keep = 0;
   bool ctx_shift = false;
@@ -173,6 +175,8 @@ int cmd_serve(int argc, char** argv) {
       hf_file = value();
     } else if (a == "-hft" || a == "--hf-token") {
       hf_token = value();
+    } else if (a == "--exact") {
+      exact = true;
     } else if (a == "-cb" || a == "--cont-batching") {
       // llama-server's default; the engine always batches continuously
     } else if (a == "-nocb" || a == "--no-cont-batching") {
@@ -306,6 +310,7 @@ int cmd_serve(int argc, char** argv) {
   co.n_ubatch = n_ubatch;
   co.n_threads = static_cast<int>(n_threads);
   co.n_seq_max = static_cast<int>(n_parallel);
+  co.exact_numerics = exact;
   std::unique_ptr<BatchContext> ctx_owner = make_context(*model, co, offload);
   std::string where;
   if (offload.full()) {

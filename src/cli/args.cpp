@@ -295,6 +295,14 @@ std::vector<Option> build_table() {
        C,
        "whether to perform warmup with an empty run (default: enabled)",
        [](P p, V v) { p.warmup = v == "1"; }});
+  add({{"--exact"},
+       {},
+       nullptr,
+       "STRIX_EXACT",
+       C,
+       "CUDA: compute every op in libllama's CPU float order, so the logits equal llama.cpp's CPU backend bit for "
+       "bit (dense models of F32 / F16 / Q8_0 / Q4_K / Q6_K weights; slower: no tensor cores, no fused kernels)",
+       [](P p, V v) { p.exact = v == "1"; }});
   add({{"--mlock"},
        {},
        nullptr,

@@ -61,7 +61,8 @@ struct CliParams {
   bool warmup = true;
   bool ctx_shift = false;  // --context-shift
   bool mlock = false;
-  int mmap = -1;  // --mmap 1 / --no-mmap 0 / -1: read into huge pages when it fits (WeightMemory::kAuto)
+  bool exact = false;  // --exact: ContextOptions::exact_numerics
+  int mmap = -1;       // --mmap 1 / --no-mmap 0 / -1: read into huge pages when it fits (WeightMemory::kAuto)
   sampling::Params sampling;
   bool help = false;
 };

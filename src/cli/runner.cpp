@@ -133,6 +133,7 @@ int run(CliParams& p) {
   ContextOptions co;
   co.n_ctx = n_ctx;
   co.n_ubatch = std::min(p.n_ubatch, p.n_batch);
+  co.exact_numerics = p.exact;
   co.n_threads = p.n_threads_batch > 0 && p.n_threads > 0 ? std::max(p.n_threads, p.n_threads_batch) : p.n_threads;
   std::unique_ptr<BatchContext> ctx_owner = make_context(*model, co, offload);
   if (offload.on_gpu()) {

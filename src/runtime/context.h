@@ -31,6 +31,10 @@ struct ContextOptions {
   // layers [0, L) only (its KV cache holds their cells), driven through
   // forward_part; 0: the whole model.
   int64_t layer_end = 0;
+  // CUDA: libllama's CPU float order in every op (backend/cuda/exact.h; `--exact`), for
+  // logits equal to libllama's bit for bit on dense models of F32 / F16 / Q8_0 / Q4_K / Q6_K weights, slower.
+  // The CPU Context always computes in that order.
+  bool exact_numerics = false;
 };
 
 class Context final : public BatchContext {

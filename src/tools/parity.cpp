@@ -62,8 +62,8 @@ std::string ParityReport::summary() const {
                   "%-7s %4d positions, weights %-6s [cuda%s%s] mean KL %.2e (bar %.0e)  max KL %.2e  at %d:%d  "
                   "max |dlogit| %.3g  top-1 %d/%d = %.2f%% (bar 99.5%%) -> %s",
                   mode.c_str(), n_positions, weight_types.c_str(), gpu_layers.empty() ? "" : " -ngl ",
-                  gpu_layers.c_str(), mean_kl, cuda_mean_kl_bar(), max_kl, worst_seq,
-                  worst_pos, max_abs_dlogit, top1_agree, n_positions, 100 * top1_rate(), cuda_pass() ? "PASS" : "FAIL");
+                  gpu_layers.c_str(), mean_kl, cuda_mean_kl_bar(), max_kl, worst_seq, worst_pos, max_abs_dlogit,
+                  top1_agree, n_positions, 100 * top1_rate(), cuda_pass() ? "PASS" : "FAIL");
     return buf;
   }
   std::snprintf(buf, sizeof buf,
@@ -71,8 +71,8 @@ std::string ParityReport::summary() const {
                 "at %d:%d  max |dlogit| %.3g  top-1 %d/%d  [libllama's own prefill-vs-decode: mean %.1e max %.1e "
                 "top-1 miss %.2f%%] -> %s",
                 mode.c_str(), n_positions, weight_types.c_str(), mean_kl, mean_kl_limit(), max_kl, max_kl_limit(),
-                worst_seq, worst_pos, max_abs_dlogit, top1_agree, n_positions, floor_mean_kl, floor_max_kl, 100 * floor_top1_miss_rate,
-                pass() ? "PASS" : "FAIL");
+                worst_seq, worst_pos, max_abs_dlogit, top1_agree, n_positions, floor_mean_kl, floor_max_kl,
+                100 * floor_top1_miss_rate, pass() ? "PASS" : "FAIL");
   return buf;
 }
 
@@ -165,6 +165,7 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
   co.n_ubatch = o.n_ubatch;
   co.n_threads = o.n_threads;
   co.n_seq_max = n_seq;
+  co.exact_numerics = o.exact;
   // Strix's side: the CPU Context, the CUDA one with -ngl 99, or both with a partial count
   const Offload offload = cuda::parse_ngl(o.ngl, hp.n_layer);
   if (offload.on_gpu()) rep.backend = "cuda";
@@ -180,7 +181,8 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
                                   .n_threads = 1});
 
   std::vector<std::vector<int32_t>> ids(n_seq);
-  for (int s = 0; s < n_seq; ++s) ids[s] = parity_tokens(hp.n_vocab, rmodel.add_bos() ? rmodel.bos() : -1, per_seq, o.seed + s);
+  for (int s = 0; s < n_seq; ++s)
+    ids[s] = parity_tokens(hp.n_vocab, rmodel.add_bos() ? rmodel.bos() : -1, per_seq, o.seed + s);
 
   const auto plan = make_plan(o.mode, n_seq, per_seq, o.n_ubatch);
   std::vector<int32_t> tok, pos, seq;
@@ -203,7 +205,8 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
       const auto s = strix_logits(static_cast<int32_t>(i));
       const double kl = kl_divergence(r.data(), s.data(), hp.n_vocab);
       kl_sum += kl;
-      if (o.trace && kl != 0) std::fprintf(stderr, "  trace: seq %d pos %d batch of %zu: KL %.3e\n", seq[i], pos[i], tok.size(), kl);
+      if (o.trace && kl != 0)
+        std::fprintf(stderr, "  trace: seq %d pos %d batch of %zu: KL %.3e\n", seq[i], pos[i], tok.size(), kl);
       if (kl > rep.max_kl) {
         rep.max_kl = kl;
         rep.worst_seq = seq[i];
@@ -227,8 +230,8 @@ ParityReport run_parity(const std::string& path, const ParityOptions& o) {
                                  .n_batch = static_cast<uint32_t>(per_seq),
                                  .n_ubatch = static_cast<uint32_t>(o.n_ubatch),
                                  .n_threads = 1});
-    ref::LlamaContext b(rmodel, {.n_ctx = static_cast<uint32_t>(per_seq + 64), .n_batch = 1, .n_ubatch = 1,
-                                 .n_threads = 1});
+    ref::LlamaContext b(rmodel,
+                        {.n_ctx = static_cast<uint32_t>(per_seq + 64), .n_batch = 1, .n_ubatch = 1, .n_threads = 1});
     std::vector<int32_t> p(per_seq), sq(per_seq, 0);
     for (int i = 0; i < per_seq; ++i) p[i] = i;
     want.assign(per_seq, 1);
@@ -257,6 +260,7 @@ GreedyReport run_greedy(const std::string& path, int n_gen, const ParityOptions&
   ContextOptions co;
   co.n_ctx = n_ctx;
   co.n_threads = o.n_threads;
+  co.exact_numerics = o.exact;
   GreedyReport g;
   const Offload offload = cuda::parse_ngl(o.ngl, model->hparams().n_layer);
   if (offload.on_gpu()) g.backend = "cuda";

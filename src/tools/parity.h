@@ -12,10 +12,10 @@ namespace strix {
 
 struct ParityOptions {
   int n_tokens = 128;
-  int n_threads = 1;        // Strix threads (libllama always runs with one: it spins)
-  uint64_t seed = 1;        // picks the token ids (after BOS)
+  int n_threads = 1;             // Strix threads (libllama always runs with one: it spins)
+  uint64_t seed = 1;             // picks the token ids (after BOS)
   std::string mode = "prefill";  // prefill | decode | mixed
-  int n_seq = 3;            // sequences in mixed mode
+  int n_seq = 3;                 // sequences in mixed mode
   int n_ubatch = 512;
   bool trace = false;  // print every position whose KL is not 0 (stderr)
   // Negative controls: Strix loads this file instead (a deliberately altered
@@ -26,6 +26,7 @@ struct ParityOptions {
   // (HybridContext: the output layer and the last N-1 repeating layers on the
   // GPU). Any GPU share is judged by ParityReport::cuda_pass().
   std::string ngl = "0";
+  bool exact = false;  // CUDA: ContextOptions::exact_numerics
 };
 
 struct ParityReport {
@@ -35,9 +36,9 @@ struct ParityReport {
   int worst_seq = 0, worst_pos = 0;  // where max KL occurred
   int top1_agree = 0;
   std::string mode;
-  std::string weight_types;  // e.g. "q4_K" (the most common matmul type)
+  std::string weight_types;                   // e.g. "q4_K" (the most common matmul type)
   std::vector<std::string> all_weight_types;  // every matmul weight type in the file, sorted
-  double kl_bar = 1e-4;      // the bar for those types (1e-6 for F32/F16/Q8_0)
+  double kl_bar = 1e-4;                       // the bar for those types (1e-6 for F32/F16/Q8_0)
   // The reference's own noise on the same tokens: libllama prefill (one batch)
   // against libllama decode (token by token). Quantized activations make rare
   // rounding flips that libllama itself shows between its own two paths; a
@@ -107,8 +108,8 @@ struct VariantEdit {
   std::vector<std::pair<std::string, double>> set_f32 = {};   // float keys
   std::vector<std::pair<std::string, int64_t>> set_u32 = {};  // integer keys
   std::vector<std::string> remove = {};
-  std::vector<std::pair<std::string, float>> scale_tensor = {};  // F32 tensors multiplied by a factor
-  std::vector<std::pair<std::string, std::string>> set_str = {};  // string keys
+  std::vector<std::pair<std::string, float>> scale_tensor = {};             // F32 tensors multiplied by a factor
+  std::vector<std::pair<std::string, std::string>> set_str = {};            // string keys
   std::vector<std::pair<std::string, std::vector<float>>> add_tensor = {};  // new 1-D F32 tensors
 };
 void write_variant(const std::string& src, const std::string& dst, const VariantEdit& edit);

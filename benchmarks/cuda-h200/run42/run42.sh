@@ -27,6 +27,9 @@ M=$w/l8b.gguf
 {
 echo "== 8B engine"; $P timeout 100 $S bench-serve -m $w/l8b.gguf -ngl 99 --no-compare -c 16,64 -p 128 -n 128 -r 1 --out-json $R/l8b-serve.json 2>&1 | grep -E "bench-serve:|rror"
 b "8B defaults" X=1
+b "8B no top_logits" STRIX_CUDA_TOP_LOGITS=0
+echo "== 8B greedy 96 tokens: device top_logits against the whole row read on the host"
+for e in X=1 STRIX_CUDA_TOP_LOGITS=0 STRIX_CUDA_GRAPHS=0; do env $e $P timeout 60 $S -m $w/l8b.gguf -ngl 99 -no-cnv -p "Once upon a time" -n 96 --temp 0 --ignore-eos > $R/greedy8-$e.txt 2>/dev/null; echo "$e $(md5sum < $R/greedy8-$e.txt) $(wc -c < $R/greedy8-$e.txt) bytes"; done
 } 2>&1 | tee -a $R/speed.txt
 echo "done at $((SECONDS - t0)) s"
 tar czf $OUT/run42.tgz -C $OUT r42 && rm -rf $R

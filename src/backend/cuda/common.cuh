@@ -166,8 +166,9 @@ struct QQ4_K {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t byte = (q >> (8 * i)) & 0xff;
-      v[i] = d1 * static_cast<float>(byte & 0x0f) - m1;
-      v[4 + i] = d2 * static_cast<float>(byte >> 4) - m2;
+      // product and difference rounded apart, as ggml's dequantize_row_q4_K (no FMA contraction)
+      v[i] = __fsub_rn(__fmul_rn(d1, static_cast<float>(byte & 0x0f)), m1);
+      v[4 + i] = __fsub_rn(__fmul_rn(d2, static_cast<float>(byte >> 4)), m2);
     }
     idx[0] = 64 * j + o, idx[1] = 64 * j + o + 2, idx[2] = 64 * j + 32 + o, idx[3] = 64 * j + 32 + o + 2;
   }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/exact.h"
 #include "backend/cuda/kernels.h"
 #include "core/error.h"
 #include "ops/cpu_ops.h"
@@ -307,6 +308,11 @@ struct CudaContext::Impl {
   // Each forward's top_logits (device greedy); STRIX_CUDA_TOP_LOGITS=0 leaves it out (A/B of its
   // cost: top_logits() is then empty and a greedy sampler reads the whole row, as before it).
   bool top_on = true;
+  // Exact numerics (ContextOptions::exact_numerics or STRIX_CUDA_EXACT=1; exact.h): libllama's
+  // CPU float order in every op, for dense models of F32 / F16 / Q8_0 / Q4_K / Q6_K weights; rope_table holds the
+  // host's cos/sin of every position (ops::rope_shift), n_rot floats a position.
+  bool exact = false;
+  DevMem rope_table;
   bool fused_batch = false;  // this micro-batch takes the batched attention_decode
   std::vector<uint8_t> seq_seen;
   Profile prof;
@@ -371,11 +377,15 @@ struct CudaContext::Impl {
       throw Refusal("the CUDA attention runs at most " + std::to_string(most) + " cells per sequence so far; lower -c");
     }
     seq_cap = std::min<int64_t>(o.n_ctx, most);
+    const char* ex = std::getenv("STRIX_CUDA_EXACT");
+    exact = o.exact_numerics || (ex && std::string(ex) == "1");
+    if (exact) check_exact(m);
     const char* mg = std::getenv("STRIX_CUDA_MERGE");  // read before allocate(): it sizes the scratch
     merge_on = !(mg && std::string(mg) == "0");
     upload();
     bind();
     allocate();
+    if (exact) upload_rope_table();
     choose_f16_copies();
     const char* g = std::getenv("STRIX_CUDA_GRAPHS");
     use_graphs = !(g && std::string(g) == "0");
@@ -451,6 +461,45 @@ struct CudaContext::Impl {
       const size_t bytes = w.nb2 ? w.nb2 * static_cast<size_t>(w.ne[2]) : w.nb1 * static_cast<size_t>(w.ne[1]);
       check(cudaMemcpy(const_cast<uint8_t*>(d), w.data, bytes, cudaMemcpyHostToDevice), "uploading the weights");
     }
+  }
+
+  // Exact numerics cover dense models whose matrices are F32, F16, Q8_0, Q6_K or Q4_K (rows a
+  // multiple of 8: the ones libllama repacks) (exact.h).
+  static void check_exact(const Model& m) {
+    const std::string file = path_of(m);
+    if (m.hparams().n_expert > 0) {
+      throw Refusal(file + ": exact numerics (--exact) do not cover mixtures of experts on CUDA yet");
+    }
+    for (const Weight& w : m.weights()) {
+      if (w.ne[1] == 1 && w.ne[2] == 1) continue;
+      const GgmlType t = w.type;
+      const bool covered = t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::Q8_0 || t == GgmlType::Q6_K ||
+                           (t == GgmlType::Q4_K && w.ne[1] % 8 == 0);
+      if (!covered) {
+        throw Refusal(file +
+                      ": exact numerics (--exact) cover F32, F16, Q8_0, Q6_K and Q4_K weights (Q4_K with rows a "
+                      "multiple of 8) on CUDA so far; tensor " +
+                      std::string(w.name) + " is " + type_name(static_cast<uint32_t>(t)) + " with " +
+                      std::to_string(w.ne[1]) + " rows");
+      }
+    }
+  }
+
+  // The host's cos/sin of every position a sequence may take (the CPU's rope_cache).
+  void upload_rope_table() {
+    const Hparams& hp = model.hparams();
+    const int64_t n_rot = hp.rope.n_rot;
+    const auto names = by_name(model);
+    const auto ff = names.find("rope_freqs.weight");
+    const float* ff_host = ff == names.end() ? nullptr : reinterpret_cast<const float*>(ff->second->data);
+    std::vector<float> tab(static_cast<size_t>(seq_cap * n_rot));
+    for (int64_t p = 0; p < seq_cap; ++p) {
+      const ops::RopeShift sh = ops::rope_shift(static_cast<int32_t>(p), hp.rope, ff_host);
+      std::copy(sh.cache.begin(), sh.cache.end(), tab.begin() + p * n_rot);
+    }
+    rope_table = DevMem(sizeof(float) * std::max<size_t>(tab.size(), 1), "the RoPE table of exact numerics");
+    check(cudaMemcpy(rope_table.as<void>(), tab.data(), sizeof(float) * tab.size(), cudaMemcpyHostToDevice),
+          "uploading the RoPE table");
   }
 
   DevWeight dw(const Weight& w) const {
@@ -547,7 +596,7 @@ struct CudaContext::Impl {
     ids = DevMem(sizeof(int32_t) * 4 * ub, "batch ids");
     ids_host.resize(static_cast<size_t>(4 * ub), "batch ids");
     xr = DevMem(sizeof(float) * ub * std::max<int64_t>(max_ne0, 1), "rounded activations");
-    const int64_t gq = std::min<int64_t>(ub, kGemvMaxTokens) * std::max<int64_t>(max_ne0, 32);
+    const int64_t gq = (exact ? ub : std::min<int64_t>(ub, kGemvMaxTokens)) * std::max<int64_t>(max_ne0, 32);
     xq = DevMem(static_cast<size_t>(gq), "quantized activations");
     xqd = DevMem(sizeof(float) * static_cast<size_t>(gq / 32), "quantized activation scales");
     if (ub > kGemvMaxTokens) {
@@ -729,7 +778,11 @@ struct CudaContext::Impl {
     int cls = -1;  // act_class they were quantized for
   };
   // Whether n rows of `width` activations for weight type t go through the integer GEMV.
-  static bool integer_gemv(GgmlType t, int n, int64_t width) {
+  bool integer_gemv(GgmlType t, int n, int64_t width) const {
+    if (exact) {  // gemv_q_exact: any n
+      return (t == GgmlType::Q8_0 && width % 32 == 0) ||
+             ((t == GgmlType::Q4_K || t == GgmlType::Q6_K) && width % 256 == 0);
+    }
     return n <= kGemvMaxTokens && gemv_q_supported(t) && width % gemv_q_block(t) == 0;
   }
   Act rounded(GgmlType t, const float* in, int64_t in_stride, int n, int64_t width) {
@@ -748,7 +801,14 @@ struct CudaContext::Impl {
   void matmul_act(const DevWeight& w, Act a, int n, float* y, int64_t y_stride, const float* bias) {
     if (n == 0) return;
     if (a.q) {
-      gemv_q(w, a.q, a.d, n, y, y_stride, st());
+      if (exact) {
+        gemv_q_exact(w, a.q, a.d, n, y, y_stride, st());
+      } else {
+        gemv_q(w, a.q, a.d, n, y, y_stride, st());
+      }
+      mark(Profile::kGemv);
+    } else if (exact) {
+      gemv_float_exact(w, a.p, a.stride, n, y, y_stride, st());
       mark(Profile::kGemv);
     } else if (n <= kGemvMaxTokens) {
       gemv(w, a.p, a.stride, n, y, y_stride, st());
@@ -772,7 +832,7 @@ struct CudaContext::Impl {
   }
 
   void choose_f16_copies() {
-    if (opts.n_ubatch <= kGemvMaxTokens) return;  // no GEMM path
+    if (opts.n_ubatch <= kGemvMaxTokens || exact) return;  // no GEMM path
     const char* e = std::getenv("STRIX_CUDA_F16_WEIGHTS");
     if (e && std::string(e) == "0") return;
     size_t bytes = 0;
@@ -833,7 +893,7 @@ struct CudaContext::Impl {
     mark(Profile::kAct);
     gemm_f16_ready(ws, n, y, y_stride);
   }
-  static bool gemm_path(const DevWeight& w, int n) { return n > kGemvMaxTokens && w.type != GgmlType::F32; }
+  bool gemm_path(const DevWeight& w, int n) const { return !exact && n > kGemvMaxTokens && w.type != GgmlType::F32; }
   // Whether these weights go through one merged prefill GEMM.
   bool mergeable(std::initializer_list<const DevWeight*> ws, int n) const {
     if (!merge_on) return false;
@@ -899,7 +959,7 @@ struct CudaContext::Impl {
       return;
     }
     const Act a = usable(first) ? pre : rounded(first.w->type, in, in_stride, n, first.w->ne0);
-    if (a.q && outs.size() > 1) {  // one launch for all of them
+    if (a.q && outs.size() > 1 && !exact) {  // one launch for all of them
       GemvOut g[3];
       int count = 0;
       for (const Out& o : outs) g[count++] = {o.w, o.y, o.y_stride};
@@ -997,6 +1057,21 @@ struct CudaContext::Impl {
     const KvLayout kv = kv_layer(il);
     // one token, or one token of each of several sequences: RoPE, KV store, attention and the
     // o-projection's quantizer in one kernel (H200, run 9: 1B tg128 982 vs 928 t/s with the three kernels)
+    if (exact) {
+      rope_kv_store_exact(q, qs, kk, ks, vv, vs, n, hp.n_head, hp.n_head_kv, hd, static_cast<int>(hp.rope.n_rot),
+                          hp.rope.mode == RopeMode::kNeox, d_pos, d_seq, F(rope_table), kv, st());
+      mark(Profile::kRopeKv);
+      AttnArgs a;
+      a.q = q, a.q_stride = qs, a.pos = d_pos, a.seq = d_seq, a.n_tokens = n;
+      a.n_head = static_cast<int>(hp.n_head), a.n_head_kv = static_cast<int>(hp.n_head_kv);
+      a.head_dim_k = static_cast<int>(hp.head_dim_k), a.head_dim_v = static_cast<int>(hp.head_dim_v);
+      a.kq_scale = hp.kq_scale, a.max_cells = max_cells;
+      a.out = F(att), a.out_stride = hp.n_head * hp.head_dim_v;
+      attention_exact(kv, a, st());
+      mark(Profile::kAttention);
+      matmul(L.wo, F(att), a.out_stride, n, F(cur), d, L.bo);
+      return;
+    }
     if ((n == 1 || fused_batch) &&
         attention_decode_fits(static_cast<int>(hp.n_head), static_cast<int>(hp.n_head_kv),
                               static_cast<int>(hp.head_dim_k), static_cast<int>(hp.head_dim_v), max_cells, max_split,
@@ -1086,6 +1161,12 @@ struct CudaContext::Impl {
       return;
     }
     matmul_group({{&gate, F(ff_a), ff, nullptr}, {&up, F(ff_b), ff, nullptr}}, in.p, in.stride, n, in);
+    if (exact) {
+      swiglu_exact(F(ff_a), ff, F(ff_b), ff, F(ff_b), ff, n, ff, st());
+      mark(Profile::kSwiglu);
+      matmul(down, F(ff_b), ff, n, out, out_stride, nullptr);
+      return;
+    }
     if (down.ne0 == ff && integer_gemv(down.type, n, ff)) {
       swiglu_quant(down.type, F(ff_a), ff, F(ff_b), ff, n, ff, xq.as<int8_t>(), F(xqd), nullptr, 0, st());
       mark(Profile::kSwiglu);
