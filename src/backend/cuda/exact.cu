@@ -621,7 +621,7 @@ void rope_kv_store_exact(float* q, int64_t q_stride, float* k, int64_t k_stride,
 namespace {
 // sm_90's opt-in shared memory per block (227 KB) less the kernel's static shared memory
 constexpr int kMaxSmemBytes = 227 * 1024 - 1024;
-}
+}  // namespace
 
 int attention_exact_max_cells(int head_dim_k, int head_dim_v) {
   // floats left after q and the P.V chains, at 1 + 1/16 floats per cell (scores, 16-cell sums)
