@@ -47,41 +47,106 @@ __device__ __forceinline__ float reduce16_local(float* a) {
   return __fadd_rn(__fadd_rn(a[0], a[2]), __fadd_rn(a[1], a[3]));
 }
 
-// ---- Q8_0 x Q8_0 (simd_dot_q8_0_q8_0): eight lanes per output, lane l the
-// integer dot of bytes [4l, 4l + 4) of each block, acc_l = fma(dx * dy, that,
-// acc_l) block by block, then hsum_f32x8 (l + l+4, then + l+2, then + l+1).
-// A warp: 4 rows x 8 lanes; a block: 4 warps; blockIdx.y: C token columns.
+// ---- Q8_0 and Q6_K: eight lanes per output (ggml's 8-lane FMA chains), lane L
+// keeping its own acc_L = fma(dx * dy, integer_L, acc_L) block by block, then
+// hsum_f32x8 (L + L+4, then + L+2, then + L+1). A warp: 4 rows x 8 lanes; a
+// block: 4 warps; blockIdx.y: C token columns. K::block adds one weight block
+// of the row to the C accumulators of lane L.
 constexpr int kQ8Warps = 4;
-template <int C>
+
+// Q8_0 x Q8_0 (simd_dot_q8_0_q8_0): integer_L is the dot of bytes [4 L, 4 L + 4) of the block.
+struct LanesQ8_0 {
+  static constexpr int kElems = 32;
+  template <int C>
+  __device__ __forceinline__ static void block(const uint8_t* row, int b, int L, const int8_t* __restrict__ q,
+                                               const float* __restrict__ d, int64_t width, int nb, int t0, int nc,
+                                               float (&acc)[C]) {
+    const uint16_t* blk = reinterpret_cast<const uint16_t*>(row) + 17 * b;  // 34-byte blocks: 2-byte aligned
+    const float dx = h2f(__ldg(blk));
+    const int wq = static_cast<int>(static_cast<unsigned>(__ldg(blk + 1 + 2 * L)) |
+                                    (static_cast<unsigned>(__ldg(blk + 2 + 2 * L)) << 16));
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (c < nc) {
+        const int64_t t = t0 + c;
+        const int aq = *reinterpret_cast<const int*>(q + t * width + 32 * b + 4 * L);
+        acc[c] = fmaf(__fmul_rn(dx, d[t * nb + b]), __int2float_rn(__dp4a(wq, aq, 0)), acc[c]);
+      }
+    }
+  }
+};
+
+constexpr unsigned kOnes = 0x01010101u;
+__device__ __forceinline__ int sum16(int4 v) {  // the sum of 16 int8
+  const int o = static_cast<int>(kOnes);
+  return __dp4a(o, v.x, __dp4a(o, v.y, __dp4a(o, v.z, __dp4a(o, v.w, 0))));
+}
+
+// Q6_K x Q8_K (simd_dot_q6_K_q8_K, vec_dot in decode and prefill alike):
+// integer_L is the total over the 32-element groups k of sc * (q6 . y) of
+// elements 32 k + [4 L, 4 L + 4) (q6 the unsigned 6-bit values), minus 32
+// (sc_2L bsum_2L + sc_2L+1 bsum_2L+1).
+struct LanesQ6_K {
+  static constexpr int kElems = 256;
+  __device__ __forceinline__ static unsigned u32(const uint8_t* p) {  // 2-byte aligned (210-byte blocks)
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    return static_cast<unsigned>(h[0]) | (static_cast<unsigned>(h[1]) << 16);
+  }
+  template <int C>
+  __device__ __forceinline__ static void block(const uint8_t* row, int b, int L, const int8_t* __restrict__ q,
+                                               const float* __restrict__ d, int64_t width, int nb, int t0, int nc,
+                                               float (&acc)[C]) {
+    const uint8_t* blk = row + 210 * static_cast<int64_t>(b);
+    const int8_t* scl = reinterpret_cast<const int8_t*>(blk + 192);
+    const float dx = h2f(*reinterpret_cast<const uint16_t*>(blk + 208));
+    int qv[8];  // group k = 4 h + g: elements 128 h + 32 g + 4 L + [0, 4)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const unsigned lo0 = u32(blk + 64 * h + 4 * L), lo1 = u32(blk + 64 * h + 32 + 4 * L);
+      const unsigned hb = u32(blk + 128 + 32 * h + 4 * L);
+#pragma unroll
+      for (int g = 0; g < 4; ++g) {
+        const unsigned lo = ((g & 1) ? lo1 : lo0) >> (4 * (g >> 1));
+        qv[4 * h + g] = static_cast<int>((lo & 0x0F0F0F0Fu) | (((hb >> (2 * g)) & 0x03030303u) << 4));
+      }
+    }
+    const int sc_lo = scl[2 * L], sc_hi = scl[2 * L + 1];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      if (c < nc) {
+        const int64_t t = t0 + c;
+        const int8_t* a = q + t * width + 256 * static_cast<int64_t>(b);
+        int tot = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int ak = *reinterpret_cast<const int*>(a + 32 * k + 4 * L);
+          tot += scl[2 * k + (L >= 4)] * __dp4a(qv[k], ak, 0);
+        }
+        const int bs0 = sum16(*reinterpret_cast<const int4*>(a + 32 * L));
+        const int bs1 = sum16(*reinterpret_cast<const int4*>(a + 32 * L + 16));
+        tot -= 32 * (sc_lo * bs0 + sc_hi * bs1);
+        acc[c] = fmaf(__fmul_rn(dx, d[t * nb + b]), __int2float_rn(tot), acc[c]);
+      }
+    }
+  }
+};
+
+template <class K, int C>
 __global__ void __launch_bounds__(32 * kQ8Warps)
-    gemv_q8_0_exact_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t rows, const int8_t* __restrict__ q,
-                           const float* __restrict__ d, int64_t width, int n, float* __restrict__ y, int64_t ys) {
+    gemv_lanes8_exact_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t rows, const int8_t* __restrict__ q,
+                             const float* __restrict__ d, int64_t width, int n, float* __restrict__ y, int64_t ys) {
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const int l = lane % 8;
+  const int L = lane % 8;
   const int64_t r = (static_cast<int64_t>(blockIdx.x) * kQ8Warps + warp) * 4 + lane / 8;
   const int t0 = static_cast<int>(blockIdx.y) * C;
   const int nc = min(C, n - t0);
-  const int nb = static_cast<int>(width / 32);
+  const int nb = static_cast<int>(width / K::kElems);
   float acc[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) acc[c] = 0.0f;
   if (r < rows) {
-    const uint16_t* row = reinterpret_cast<const uint16_t*>(w + r * nb1);  // 34-byte blocks: 2-byte aligned
-    for (int b = 0; b < nb; ++b) {
-      const uint16_t* blk = row + 17 * b;
-      const float dx = h2f(__ldg(blk));
-      const int wq = static_cast<int>(static_cast<unsigned>(__ldg(blk + 1 + 2 * l)) |
-                                      (static_cast<unsigned>(__ldg(blk + 2 + 2 * l)) << 16));
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        if (c < nc) {
-          const int64_t t = t0 + c;
-          const int aq = *reinterpret_cast<const int*>(q + t * width + 32 * b + 4 * l);
-          const float dd = __fmul_rn(dx, d[t * nb + b]);
-          acc[c] = fmaf(dd, __int2float_rn(__dp4a(wq, aq, 0)), acc[c]);
-        }
-      }
-    }
+    const uint8_t* row = w + r * nb1;
+    for (int b = 0; b < nb; ++b) K::template block<C>(row, b, L, q, d, width, nb, t0, nc, acc);
   }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
@@ -89,7 +154,19 @@ __global__ void __launch_bounds__(32 * kQ8Warps)
     v = __fadd_rn(v, __shfl_down_sync(kFull, v, 4, 8));
     v = __fadd_rn(v, __shfl_down_sync(kFull, v, 2, 8));
     v = __fadd_rn(v, __shfl_down_sync(kFull, v, 1, 8));
-    if (l == 0 && r < rows && c < nc) y[static_cast<int64_t>(t0 + c) * ys + r] = v;
+    if (L == 0 && r < rows && c < nc) y[static_cast<int64_t>(t0 + c) * ys + r] = v;
+  }
+}
+
+template <class K>
+void launch_lanes8(const DevWeight& w, const int8_t* q, const float* d, int n, float* y, int64_t ys, cudaStream_t st) {
+  const unsigned rows_per_block = 4 * kQ8Warps;
+  const unsigned gx = static_cast<unsigned>((w.ne1 + rows_per_block - 1) / rows_per_block);
+  if (n == 1) {
+    gemv_lanes8_exact_kernel<K, 1><<<dim3(gx, 1), 32 * kQ8Warps, 0, st>>>(w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, ys);
+  } else {
+    gemv_lanes8_exact_kernel<K, 8><<<dim3(gx, static_cast<unsigned>((n + 7) / 8)), 32 * kQ8Warps, 0, st>>>(
+        w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, ys);
   }
 }
 
@@ -100,7 +177,6 @@ __global__ void __launch_bounds__(32 * kQ8Warps)
 // da, accm); the others in its gemv order: one such pair of FMAs per
 // super-block with S and M of all 8 sub-blocks; the output acc - accm.
 // A warp per row, lane l the elements [8 l, 8 l + 8) of each super-block.
-constexpr unsigned kOnes = 0x01010101u;
 template <int C>
 __global__ void __launch_bounds__(128)
     gemv_q4k_exact_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t rows, const int8_t* __restrict__ q,
@@ -166,83 +242,6 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     if (c < nc) y[static_cast<int64_t>(t0 + c) * ys + r] = __fsub_rn(acc[c], accm[c]);
-  }
-}
-
-// ---- Q6_K x Q8_K (simd_dot_q6_K_q8_K, vec_dot in decode and prefill alike):
-// eight lanes per output; per super-block lane L's integer total over the
-// 32-element groups k: sc * (q6 . y) of elements 32 k + [4 L, 4 L + 4) (q6 the
-// unsigned 6-bit values), minus 32 (sc_2L bsum_2L + sc_2L+1 bsum_2L+1); then
-// acc_L = fma(dx * dy, total_L, acc_L), and hsum of the 8 lanes at the end.
-template <int C>
-__global__ void __launch_bounds__(32 * kQ8Warps)
-    gemv_q6k_exact_kernel(const uint8_t* __restrict__ w, size_t nb1, int64_t rows, const int8_t* __restrict__ q,
-                          const float* __restrict__ d, int64_t width, int n, float* __restrict__ y, int64_t ys) {
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-  const int L = lane % 8;
-  const int64_t r = (static_cast<int64_t>(blockIdx.x) * kQ8Warps + warp) * 4 + lane / 8;
-  const int t0 = static_cast<int>(blockIdx.y) * C;
-  const int nc = min(C, n - t0);
-  const int nb = static_cast<int>(width / 256);
-  float acc[C];
-#pragma unroll
-  for (int c = 0; c < C; ++c) acc[c] = 0.0f;
-  auto u32 = [](const uint8_t* p) {  // 2-byte aligned (210-byte blocks)
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
-    return static_cast<unsigned>(h[0]) | (static_cast<unsigned>(h[1]) << 16);
-  };
-  if (r < rows) {
-    const uint8_t* row = w + r * nb1;
-    for (int b = 0; b < nb; ++b) {
-      const uint8_t* blk = row + 210 * static_cast<int64_t>(b);
-      const int8_t* scl = reinterpret_cast<const int8_t*>(blk + 192);
-      const float dx = h2f(*reinterpret_cast<const uint16_t*>(blk + 208));
-      int qv[8];  // group k = 4 h + g: elements 128 h + 32 g + 4 L + [0, 4)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const unsigned lo0 = u32(blk + 64 * h + 4 * L), lo1 = u32(blk + 64 * h + 32 + 4 * L);
-        const unsigned hb = u32(blk + 128 + 32 * h + 4 * L);
-#pragma unroll
-        for (int g = 0; g < 4; ++g) {
-          const unsigned lo = ((g & 1) ? lo1 : lo0) >> (4 * (g >> 1));
-          qv[4 * h + g] = static_cast<int>((lo & 0x0F0F0F0Fu) | (((hb >> (2 * g)) & 0x03030303u) << 4));
-        }
-      }
-      const int sc_lo = scl[2 * L], sc_hi = scl[2 * L + 1];
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        if (c < nc) {
-          const int64_t t = t0 + c;
-          const int8_t* a = q + t * width + 256 * static_cast<int64_t>(b);
-          int tot = 0;
-#pragma unroll
-          for (int k = 0; k < 8; ++k) {
-            const int ak = *reinterpret_cast<const int*>(a + 32 * k + 4 * L);
-            tot += scl[2 * k + (L >= 4)] * __dp4a(qv[k], ak, 0);
-          }
-          const int4 s0 = *reinterpret_cast<const int4*>(a + 32 * L);
-          const int4 s1 = *reinterpret_cast<const int4*>(a + 32 * L + 16);
-          const int bs0 =
-              __dp4a(static_cast<int>(kOnes), s0.x,
-                     __dp4a(static_cast<int>(kOnes), s0.y,
-                            __dp4a(static_cast<int>(kOnes), s0.z, __dp4a(static_cast<int>(kOnes), s0.w, 0))));
-          const int bs1 =
-              __dp4a(static_cast<int>(kOnes), s1.x,
-                     __dp4a(static_cast<int>(kOnes), s1.y,
-                            __dp4a(static_cast<int>(kOnes), s1.z, __dp4a(static_cast<int>(kOnes), s1.w, 0))));
-          tot -= 32 * (sc_lo * bs0 + sc_hi * bs1);
-          acc[c] = fmaf(__fmul_rn(dx, d[t * nb + b]), __int2float_rn(tot), acc[c]);
-        }
-      }
-    }
-  }
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    float v = acc[c];
-    v = __fadd_rn(v, __shfl_down_sync(kFull, v, 4, 8));
-    v = __fadd_rn(v, __shfl_down_sync(kFull, v, 2, 8));
-    v = __fadd_rn(v, __shfl_down_sync(kFull, v, 1, 8));
-    if (L == 0 && r < rows && c < nc) y[static_cast<int64_t>(t0 + c) * ys + r] = v;
   }
 }
 
@@ -523,14 +522,7 @@ void gemv_q8_0_exact(const DevWeight& w, const int8_t* q, const float* d, int n,
                      cudaStream_t st) {
   if (w.type != GgmlType::Q8_0 || w.ne0 % 32 != 0) throw Error("gemv_q8_0_exact: not a Q8_0 weight of whole blocks");
   if (n <= 0) return;
-  const unsigned rows_per_block = 4 * kQ8Warps;
-  const unsigned gx = static_cast<unsigned>((w.ne1 + rows_per_block - 1) / rows_per_block);
-  if (n == 1) {
-    gemv_q8_0_exact_kernel<1><<<dim3(gx, 1), 32 * kQ8Warps, 0, st>>>(w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, y_stride);
-  } else {
-    gemv_q8_0_exact_kernel<8><<<dim3(gx, static_cast<unsigned>((n + 7) / 8)), 32 * kQ8Warps, 0, st>>>(
-        w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, y_stride);
-  }
+  launch_lanes8<LanesQ8_0>(w, q, d, n, y, y_stride, st);
   check_launch("gemv_q8_0_exact");
 }
 
@@ -558,15 +550,7 @@ void gemv_q_exact(const DevWeight& w, const int8_t* q, const float* d, int n, fl
           <<<dim3(gx, gy8), 128, 0, st>>>(w.data, w.nb1, w.ne1, q, d, w.ne0, n, n_gemm, y, y_stride);
     }
   } else {
-    const unsigned rows_per_block = 4 * kQ8Warps;
-    const unsigned gx = static_cast<unsigned>((w.ne1 + rows_per_block - 1) / rows_per_block);
-    if (n == 1) {
-      gemv_q6k_exact_kernel<1>
-          <<<dim3(gx, gy1), 32 * kQ8Warps, 0, st>>>(w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, y_stride);
-    } else {
-      gemv_q6k_exact_kernel<8>
-          <<<dim3(gx, gy8), 32 * kQ8Warps, 0, st>>>(w.data, w.nb1, w.ne1, q, d, w.ne0, n, y, y_stride);
-    }
+    launch_lanes8<LanesQ6_K>(w, q, d, n, y, y_stride, st);
   }
   check_launch("gemv_q_exact");
 }
