@@ -9,12 +9,14 @@
 
 #if STRIX_HAVE_CUDA
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/attn_ref.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vec_ops.h"
 #include "backend/cuda/exact.h"
@@ -123,7 +125,8 @@ TEST_F(CudaExact, KQuantGemvEqualsCpuBitForBit) {
 }
 
 // F16 / F32: one column in vec_dot's order (its tail past the last 64 too), several in
-// tinyBLAS's (one 16-lane chain: vec_ops' attn_dot is that order for f16 rows).
+// tinyBLAS's (one 16-lane chain: vec_ops' attn_dot is that order for f16 rows; for f32
+// rows it is written out here).
 TEST_F(CudaExact, FloatGemvEqualsCpuOrderBitForBit) {
   const cpu::CpuKernels& k = cpu::cpu_kernels();
   const cpu::VecOps& vo = cpu::vec_ops();
@@ -158,7 +161,14 @@ TEST_F(CudaExact, FloatGemvEqualsCpuOrderBitForBit) {
               want = vo.attn_dot(static_cast<int>(ne0), reinterpret_cast<const uint16_t*>(w.data() + r * nb1),
                                  x.data() + c * ne0);
             } else if (tiny) {
-              continue;  // no CPU reference of tinyBLAS's f32 order here (the model tests cover it)
+              // tinyBLAS's f32 order written out: one 16-lane FMA chain, reduced as
+              // _mm512_reduce_add_ps (cpu::attn_ref::reduce16)
+              const float* wr = reinterpret_cast<const float*>(w.data() + r * nb1);
+              float acc[16] = {};
+              for (int64_t i = 0; i < ne0; i += 16) {
+                for (int l = 0; l < 16; ++l) acc[l] = std::fma(wr[i + l], x[c * ne0 + i + l], acc[l]);
+              }
+              want = cpu::attn_ref::reduce16(acc);
             } else {
               const void* xa = t == GgmlType::F16 ? static_cast<const void*>(xh.data()) : x.data() + c * ne0;
               k.vec_dot[static_cast<uint32_t>(t)](static_cast<int>(ne0), &want, w.data() + r * nb1, xa);
